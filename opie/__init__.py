@@ -1,0 +1,1 @@
+"""OPIE: OpenStack Preemptible Instances Extension."""
