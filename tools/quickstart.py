@@ -8,7 +8,6 @@ suite. Re-running skips the install while setup.cfg and requirements.txt are
 unchanged.
 """
 import hashlib
-import os
 import pathlib
 import subprocess
 import sys

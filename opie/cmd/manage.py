@@ -1,0 +1,175 @@
+"""``opie-manage``: operator commands.
+
+``opie-manage plan`` is a dry run: given a snapshot of the cloud (see
+:mod:`opie.core.snapshot`) and a request, it prints where the request would
+go and which preemptible instances would be killed for it, with every
+candidate host's cost. Exit codes: 0 a host was found, 1 no host can take
+the request, 2 bad input (the message names the problem).
+"""
+import argparse
+import json
+import sys
+
+from opie.core import costs
+from opie.core import resources as res
+from opie.core import scheduling
+from opie.core import snapshot as snapshot_mod
+from opie.core import victims as victims_mod
+
+EXIT_NO_HOST = 1
+EXIT_BAD_INPUT = 2
+
+
+class UsageError(Exception):
+    """Bad input the user can fix; printed without a traceback."""
+
+
+def _plan_parser(subparsers):
+    plan = subparsers.add_parser(
+        'plan', help='dry run: where would a request go, what would die',
+        description=__doc__.split('\n\n')[1])
+    plan.add_argument('--snapshot', required=True, metavar='FILE',
+                      help='JSON snapshot of hosts, flavors and instances')
+    what = plan.add_mutually_exclusive_group(required=True)
+    what.add_argument('--flavor', metavar='NAME',
+                      help='request one instance of this snapshot flavor')
+    what.add_argument('--vcpus', type=_non_negative, metavar='N',
+                      help='request this many vCPUs (with --memory-mb and '
+                      '--disk-gb)')
+    plan.add_argument('--memory-mb', type=_non_negative, metavar='M')
+    plan.add_argument('--disk-gb', type=_non_negative, metavar='D')
+    plan.add_argument('--preemptible', action='store_true',
+                      help='the request is preemptible (never preempts)')
+    plan.add_argument('--cost', default='period', metavar='SPEC',
+                      help='cost plugins with multipliers, e.g. "period" or '
+                      '"period=1,count=60" (default: period)')
+    plan.add_argument('--period-seconds', type=float,
+                      default=costs.DEFAULT_PERIOD_SECONDS, metavar='S',
+                      help='billing period of the period cost (default '
+                      '3600)')
+    plan.add_argument('--ranking', choices=scheduling.RANKINGS,
+                      default=scheduling.VICTIMS,
+                      help='score hosts by their cheapest sufficient victim '
+                      'set (default) or, as the paper\'s Algorithm 4, by '
+                      'all their preemptibles')
+    plan.add_argument('--max-victims', type=_non_negative, metavar='N',
+                      help='never preempt more than N instances')
+    plan.add_argument('--format', choices=('table', 'json'),
+                      default='table')
+    plan.set_defaults(func=plan_command)
+
+
+def _non_negative(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            'expected a whole number, got %r' % text) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError('must be >= 0, got %d' % value)
+    return value
+
+
+def _request(args, flavors):
+    if args.flavor is not None:
+        if args.memory_mb is not None or args.disk_gb is not None:
+            raise UsageError('--memory-mb and --disk-gb go with --vcpus, '
+                             'not with --flavor')
+        if args.flavor not in flavors:
+            raise UsageError('unknown flavor %r (the snapshot has: %s)' % (
+                args.flavor, ', '.join(sorted(flavors)) or 'none'))
+        wanted = flavors[args.flavor]
+    else:
+        if args.memory_mb is None or args.disk_gb is None:
+            raise UsageError('--vcpus needs --memory-mb and --disk-gb')
+        wanted = res.Resources(args.vcpus, args.memory_mb, args.disk_gb)
+    return scheduling.Request(wanted, args.preemptible)
+
+
+def plan_command(args):
+    snap = snapshot_mod.load(args.snapshot)
+    request = _request(args, snap.flavors)
+    try:
+        model = costs.load_cost_model(args.cost, args.period_seconds)
+    except ValueError as exc:
+        raise UsageError('--cost: %s' % exc) from None
+    decision = scheduling.schedule(request, snap.hosts, model, snap.now,
+                                   args.max_victims, args.ranking)
+    if args.format == 'json':
+        print(json.dumps(_as_json(decision), indent=2))
+    else:
+        print(_as_table(request, decision, model, args))
+    if decision.host is None:
+        print('opie-manage plan: %s' % decision.reason, file=sys.stderr)
+        return EXIT_NO_HOST
+    return 0
+
+
+def _as_json(decision):
+    return {
+        'host': decision.host,
+        'victims': [v.uuid for v in decision.victims],
+        'cost': decision.cost,
+        'ranking': [{'host': o.host, 'fits': o.fits, 'cost': o.cost,
+                     'score': o.score,
+                     'victims': [v.uuid for v in o.victims]}
+                    for o in decision.ranking],
+    }
+
+
+def _names(instances):
+    return ', '.join(victims_mod.label(i) for i in instances) or '-'
+
+
+def _as_table(request, decision, model, args):
+    kind = 'preemptible' if request.preemptible else 'normal'
+    lines = ['Request: %s, %s%s' % (
+        kind, request.resources,
+        ' (flavor %s)' % args.flavor if args.flavor else ''),
+        'Cost: %s (billing period %g s); ranking: %s' % (
+            model, args.period_seconds, args.ranking), '']
+    if decision.ranking:
+        width = max(len(o.host) for o in decision.ranking) + 2
+        header = '%-*s %-5s %10s %10s  %s' % (width, 'HOST', 'FITS', 'SCORE',
+                                              'COST', 'VICTIMS')
+        lines.append(header)
+        for o in decision.ranking:
+            lines.append('%-*s %-5s %10g %10g  %s' % (
+                width, o.host, 'yes' if o.fits else 'no', o.score, o.cost,
+                _names(o.victims)))
+        lines.append('')
+    if decision.host is None:
+        lines.append('No host: %s' % decision.reason)
+    elif decision.victims:
+        lines.append('Selected %s: preempt %s (cost %g)' % (
+            decision.host, _names(decision.victims), decision.cost))
+    else:
+        lines.append('Selected %s: fits without preemption'
+                     % decision.host)
+    return '\n'.join(lines)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog='opie-manage',
+        description='Operator tools for OPIE, the OpenStack Preemptible '
+        'Instances Extension.')
+    subparsers = parser.add_subparsers(dest='command', required=True,
+                                       metavar='COMMAND')
+    _plan_parser(subparsers)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (UsageError, snapshot_mod.SnapshotError) as exc:
+        print('opie-manage %s: error: %s' % (args.command, exc),
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""The interface every cost plugin implements."""
+import abc
+
+
+class Cost(metaclass=abc.ABCMeta):
+    """Prices the preemption of one instance on one host.
+
+    Costs must not be negative. ``period_seconds`` is the billing period
+    the provider charges by; plugins that do not need it ignore it.
+    """
+
+    name = None
+
+    def __init__(self, period_seconds):
+        self.period_seconds = period_seconds
+
+    @abc.abstractmethod
+    def instance_cost(self, instance, host, now):
+        """Cost of preempting ``instance`` (a core Instance) at ``now``."""
+
+    def offset(self, shortfall, host):
+        """A constant added once to every victim set covering ``shortfall``.
+
+        Zero for purely per-instance costs; a set-level cost that is a
+        per-instance sum plus a constant (such as leftover) uses it so the
+        reported cost of a set is the real one.
+        """
+        return 0.0

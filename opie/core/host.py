@@ -1,0 +1,90 @@
+"""A host seen twice: h_f with every instance, h_n without preemptibles.
+
+The OPIE paper (section 3.1) filters a normal request on h_n, the host as if
+its preemptible instances did not exist, and a preemptible one on h_f, the
+host as it really is. Capacity is what a scheduler may hand out, as Placement
+counts it: ``(total - reserved) * allocation_ratio`` in each dimension.
+"""
+import dataclasses
+import datetime
+
+from opie.core import resources as res
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    """An instance as the core needs it.
+
+    ``eligible`` is False for a preemptible that cannot be preempted right
+    now (a task in progress, locked, being migrated or resized); such an
+    instance still occupies h_f but is never a victim.
+    """
+    uuid: str
+    resources: res.Resources
+    preemptible: bool
+    launched_at: datetime.datetime | None = None
+    eligible: bool = True
+    name: str = ''
+
+    def __post_init__(self):
+        if self.launched_at is not None:
+            # Nova hands out naive UTC datetimes, snapshots aware ones.
+            object.__setattr__(self, 'launched_at', utc(self.launched_at))
+
+    def run_time(self, now):
+        """Seconds since launch (0 for an instance not launched yet)."""
+        if self.launched_at is None:
+            return 0.0
+        return max(0.0, (utc(now) - self.launched_at).total_seconds())
+
+
+def utc(moment):
+    """``moment`` as an aware UTC datetime (naive ones are taken as UTC)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=datetime.timezone.utc)
+    return moment
+
+
+def capacity(total, allocation_ratio=None, reserved=None):
+    """Schedulable capacity, as Placement computes it from inventory."""
+    ratio = allocation_ratio or res.Resources(1.0, 1.0, 1.0)
+    reserved = reserved or res.ZERO
+    free = total - reserved
+    return res.Resources(free.vcpus * ratio.vcpus,
+                         free.memory_mb * ratio.memory_mb,
+                         free.disk_gb * ratio.disk_gb)
+
+
+@dataclasses.dataclass(frozen=True)
+class Host:
+    """One compute host: capacity, what normal instances use, preemptibles.
+
+    ``normal_used`` is h_n's usage. The preemptibles add up to the rest of
+    h_f's usage; an ineligible preemptible still counts there.
+    """
+    name: str
+    capacity: res.Resources
+    normal_used: res.Resources
+    preemptibles: tuple = ()
+
+    @classmethod
+    def from_instances(cls, name, capacity, instances):
+        normal = res.total(i.resources for i in instances
+                           if not i.preemptible)
+        return cls(name, capacity, normal,
+                   tuple(i for i in instances if i.preemptible))
+
+    @property
+    def full_used(self):
+        return self.normal_used + res.total(
+            i.resources for i in self.preemptibles)
+
+    @property
+    def free_full(self):
+        """h_f free room: capacity less every instance."""
+        return self.capacity - self.full_used
+
+    @property
+    def free_normal(self):
+        """h_n free room: capacity less normal instances only."""
+        return self.capacity - self.normal_used

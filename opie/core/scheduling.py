@@ -1,0 +1,149 @@
+"""One scheduling decision, end to end (the paper's Algorithms 2 and 6).
+
+Phases, named after what they do:
+
+* **filter**: a preemptible request must fit h_f (it never causes a
+  preemption); a normal request must fit h_n, and where it does not fit h_f
+  the host must hold an eligible victim set covering the h_f shortfall.
+* **score**: every host that passes gets the cost of what would really be
+  killed there: the cost of its cheapest sufficient victim set, 0 when the
+  request fits. Ranking ``victims`` (the default) orders hosts by that
+  score; ranking ``all-preemptibles`` is the paper's literal Algorithm 4,
+  which scores a host by the cost of *all* its preemptibles and so picks
+  the wrong host in the paper's own Tables 5 and 6. In both, hosts the
+  request fits come first (Algorithm 3, overcommit) and names break ties.
+* **select victims**: the chosen host's victim set (:mod:`.victims`).
+"""
+import dataclasses
+
+from opie.core import victims as victims_mod
+
+VICTIMS = 'victims'
+ALL_PREEMPTIBLES = 'all-preemptibles'
+RANKINGS = (VICTIMS, ALL_PREEMPTIBLES)
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    resources: object
+    preemptible: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class HostOption:
+    """A host that passed the filter, with what placing there would kill."""
+    host: str
+    fits: bool
+    victims: tuple
+    cost: float
+    score: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    host: str | None
+    victims: tuple
+    cost: float
+    ranking: list
+    reason: str = ''
+
+
+# Why a host fails the filter, worded for operators.
+NO_ROOM_FULL = 'too little free room, counting every instance (h_f)'
+NO_ROOM_NORMAL = 'too little room even without its preemptibles (h_n)'
+NO_VICTIMS = 'no eligible set of preemptibles frees enough'
+TOO_MANY_VICTIMS = 'freeing enough needs more than max_victims instances'
+
+
+def assess_host(request, host, cost_model, now, max_victims=None,
+                ranking=VICTIMS):
+    """Filter and score one host: ``(HostOption, '')`` or ``(None, why)``."""
+    if ranking not in RANKINGS:
+        raise ValueError('unknown ranking %r (choose from %s)'
+                         % (ranking, ', '.join(RANKINGS)))
+    wanted = request.resources
+    free = host.free_full
+    fits = free.covers(wanted)
+    if request.preemptible:
+        if not fits:
+            return None, NO_ROOM_FULL
+        return _option(host, True, None, cost_model, now, ranking), ''
+    if not host.free_normal.covers(wanted):
+        return None, NO_ROOM_NORMAL
+    if fits:
+        return _option(host, True, None, cost_model, now, ranking), ''
+    shortfall = free.shortfall(wanted)
+    costs = cost_model.costs(host.preemptibles, host, now)
+    selection = victims_mod.select(shortfall, host.preemptibles, costs,
+                                   max_victims, host.capacity)
+    if selection is None:
+        unlimited = max_victims is not None and victims_mod.select(
+            shortfall, host.preemptibles, costs, None, host.capacity)
+        return None, TOO_MANY_VICTIMS if unlimited else NO_VICTIMS
+    selection = dataclasses.replace(
+        selection,
+        cost=selection.cost + cost_model.offset(shortfall, host))
+    return _option(host, False, selection, cost_model, now, ranking), ''
+
+
+def _option(host, fits, selection, cost_model, now, ranking):
+    victims = selection.victims if selection else ()
+    cost = selection.cost if selection else 0.0
+    if ranking == ALL_PREEMPTIBLES:
+        score = sum(cost_model.costs(host.preemptibles, host, now))
+    else:
+        score = cost
+    return HostOption(host.name, fits, victims, cost, score)
+
+
+def evaluate_host(request, host, cost_model, now, max_victims=None,
+                  ranking=VICTIMS):
+    """The host's :class:`HostOption`, or None if it fails the filter."""
+    return assess_host(request, host, cost_model, now, max_victims,
+                       ranking)[0]
+
+
+def _order(option):
+    return (not option.fits, option.score, option.host)
+
+
+def rank_hosts(request, hosts, cost_model, now, max_victims=None,
+               ranking=VICTIMS):
+    """Hosts that pass the filter, best first."""
+    options = (evaluate_host(request, h, cost_model, now, max_victims,
+                             ranking) for h in hosts)
+    return sorted((o for o in options if o is not None), key=_order)
+
+
+def schedule(request, hosts, cost_model, now, max_victims=None,
+             ranking=VICTIMS):
+    """Pick the best host and the victims to kill there.
+
+    A :class:`Decision` with ``host`` None and a one-line ``reason`` when no
+    host can take the request.
+    """
+    options, rejected = [], {}
+    for host in hosts:
+        option, why = assess_host(request, host, cost_model, now,
+                                  max_victims, ranking)
+        if option is None:
+            rejected.setdefault(why, []).append(host.name)
+        else:
+            options.append(option)
+    if not options:
+        return Decision(None, (), 0.0, [], _no_host_reason(
+            request, len(hosts), rejected))
+    options.sort(key=_order)
+    best = options[0]
+    return Decision(best.host, best.victims, best.cost, options)
+
+
+def _no_host_reason(request, host_count, rejected):
+    kind = 'preemptible' if request.preemptible else 'normal'
+    if not host_count:
+        return 'no host in the snapshot'
+    parts = ['%d %s: %s' % (len(names),
+                            'host' if len(names) == 1 else 'hosts', why)
+             for why, names in sorted(rejected.items())]
+    return 'no host can take the %s request (%s): %s' % (
+        kind, request.resources, '; '.join(parts))

@@ -1,0 +1,176 @@
+"""Cloud snapshots: the JSON file ``opie-manage plan`` reasons about.
+
+Format (documented in ``doc/source/operator/plan.rst``)::
+
+    {"now": "2026-01-01T12:00:00Z",
+     "flavors": {"medium": {"vcpus": 2, "memory_mb": 4000, "disk_gb": 40}},
+     "hosts": [{"name": "host-A", "vcpus": 8, "memory_mb": 16384,
+                "disk_gb": 500,
+                "cpu_allocation_ratio": 1.0, "ram_allocation_ratio": 1.0,
+                "disk_allocation_ratio": 1.0, "reserved_host_memory_mb": 0,
+                "instances": [{"uuid": "...", "flavor": "medium",
+                               "preemptible": true,
+                               "launched_at": "2026-01-01T10:00:00Z"}]}]}
+
+Optional per instance: ``name`` (shown in tables and used in tie-breaks),
+``locked`` and ``task_state`` (a locked instance or one with a task in
+progress is never a victim). Every problem is reported as a
+:class:`SnapshotError` whose message names the offending field.
+"""
+import dataclasses
+import datetime
+import json
+import math
+
+from opie.core import host as host_mod
+from opie.core import resources as res
+
+RATIOS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
+          'disk_allocation_ratio')
+
+
+class SnapshotError(ValueError):
+    """The snapshot is malformed; the message names the field."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    now: datetime.datetime
+    flavors: dict
+    hosts: list
+
+
+def load(path):
+    """Read and validate a snapshot file."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise SnapshotError('cannot read snapshot %s: %s'
+                            % (path, exc.strerror or exc)) from None
+    except json.JSONDecodeError as exc:
+        raise SnapshotError('snapshot %s is not valid JSON: %s (line %d, '
+                            'column %d)' % (path, exc.msg, exc.lineno,
+                                            exc.colno)) from None
+    return parse(data)
+
+
+def parse(data):
+    _expect(data, dict, 'snapshot', 'an object')
+    now = _timestamp(_field(data, 'now', 'snapshot'), 'now')
+    flavors = _flavors(_field(data, 'flavors', 'snapshot'))
+    hosts_data = _field(data, 'hosts', 'snapshot')
+    _expect(hosts_data, list, 'hosts', 'a list')
+    hosts, names, uuids = [], set(), set()
+    for index, item in enumerate(hosts_data):
+        host = _host(item, 'hosts[%d]' % index, flavors, uuids)
+        if host.name in names:
+            raise SnapshotError('hosts[%d].name: host %r appears twice'
+                                % (index, host.name))
+        names.add(host.name)
+        hosts.append(host)
+    return Snapshot(now, flavors, hosts)
+
+
+def _field(obj, key, where):
+    if key not in obj:
+        raise SnapshotError('%s: missing field %r' % (where, key))
+    return obj[key]
+
+
+def _expect(value, kind, where, what):
+    if not isinstance(value, kind) or (kind is not bool
+                                       and isinstance(value, bool)):
+        raise SnapshotError('%s: expected %s, got %s'
+                            % (where, what, json.dumps(value)[:60]))
+
+
+def _number(obj, key, where, default=None, positive=False):
+    if key not in obj and default is not None:
+        return default
+    value = _field(obj, key, where)
+    name = '%s.%s' % (where, key)
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value)):
+        raise SnapshotError('%s: expected a number, got %s'
+                            % (name, json.dumps(value)[:60]))
+    if value < 0 or (positive and value == 0):
+        raise SnapshotError('%s: must be %s, got %s' % (
+            name, '> 0' if positive else '>= 0', value))
+    return value
+
+
+def _timestamp(value, where):
+    _expect(value, str, where, 'an ISO-8601 timestamp string')
+    try:
+        moment = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise SnapshotError('%s: %r is not an ISO-8601 timestamp'
+                            % (where, value)) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment
+
+
+def _resources(obj, where, cpu='vcpus', ram='memory_mb', disk='disk_gb'):
+    return res.Resources(_number(obj, cpu, where),
+                         _number(obj, ram, where),
+                         _number(obj, disk, where))
+
+
+def _flavors(data):
+    _expect(data, dict, 'flavors', 'an object of name: {vcpus, memory_mb, '
+            'disk_gb}')
+    flavors = {}
+    for name, spec in data.items():
+        where = 'flavors.%s' % name
+        _expect(spec, dict, where, 'an object')
+        flavors[name] = _resources(spec, where)
+    return flavors
+
+
+def _host(data, where, flavors, uuids):
+    _expect(data, dict, where, 'an object')
+    name = _field(data, 'name', where)
+    _expect(name, str, where + '.name', 'a string')
+    total = _resources(data, where)
+    ratios = res.Resources(*(_number(data, r, where, default=1.0)
+                             for r in RATIOS))
+    reserved = res.Resources(
+        0, _number(data, 'reserved_host_memory_mb', where, default=0), 0)
+    capacity = host_mod.capacity(total, ratios, reserved)
+    instances_data = data.get('instances', [])
+    _expect(instances_data, list, where + '.instances', 'a list')
+    instances = [_instance(item, '%s.instances[%d]' % (where, i), flavors,
+                           uuids)
+                 for i, item in enumerate(instances_data)]
+    return host_mod.Host.from_instances(name, capacity, instances)
+
+
+def _instance(data, where, flavors, uuids):
+    _expect(data, dict, where, 'an object')
+    uuid = _field(data, 'uuid', where)
+    _expect(uuid, str, where + '.uuid', 'a string')
+    if uuid in uuids:
+        raise SnapshotError('%s.uuid: instance %r appears twice'
+                            % (where, uuid))
+    uuids.add(uuid)
+    flavor = _field(data, 'flavor', where)
+    _expect(flavor, str, where + '.flavor', 'a flavor name')
+    if flavor not in flavors:
+        raise SnapshotError('%s.flavor: unknown flavor %r (known: %s)' % (
+            where, flavor, ', '.join(sorted(flavors)) or 'none'))
+    preemptible = data.get('preemptible', False)
+    _expect(preemptible, bool, where + '.preemptible', 'true or false')
+    launched = _timestamp(_field(data, 'launched_at', where),
+                          where + '.launched_at')
+    locked = data.get('locked', False)
+    _expect(locked, bool, where + '.locked', 'true or false')
+    task_state = data.get('task_state')
+    if task_state is not None:
+        _expect(task_state, str, where + '.task_state', 'a string or null')
+    name = data.get('name', '')
+    _expect(name, str, where + '.name', 'a string')
+    return host_mod.Instance(uuid, flavors[flavor], preemptible, launched,
+                             eligible=not locked and task_state is None,
+                             name=name)

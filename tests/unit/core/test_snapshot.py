@@ -1,0 +1,83 @@
+import copy
+import json
+
+import pytest
+
+from opie.core import snapshot
+
+GOOD = {
+    'now': '2026-01-15T12:00:00Z',
+    'flavors': {'m': {'vcpus': 2, 'memory_mb': 4000, 'disk_gb': 40}},
+    'hosts': [{'name': 'h1', 'vcpus': 8, 'memory_mb': 16384, 'disk_gb': 100,
+               'cpu_allocation_ratio': 2.0,
+               'reserved_host_memory_mb': 384,
+               'instances': [{'uuid': 'u1', 'flavor': 'm',
+                              'preemptible': True, 'locked': True,
+                              'launched_at': '2026-01-15T11:00:00+00:00'},
+                             {'uuid': 'u2', 'flavor': 'm',
+                              'launched_at': '2026-01-15T11:00:00'}]}],
+}
+
+
+def test_good_snapshot_parses_with_defaults():
+    snap = snapshot.parse(GOOD)
+    host = snap.hosts[0]
+    assert host.capacity == (16, 16000, 100)
+    assert [i.uuid for i in host.preemptibles] == ['u1']
+    assert host.preemptibles[0].eligible is False
+    assert host.normal_used == (2, 4000, 40)
+
+
+def _broken(path, value):
+    data = copy.deepcopy(GOOD)
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return data
+
+
+@pytest.mark.parametrize('path, value, message', [
+    (('now',), KeyError, "snapshot: missing field 'now'"),
+    (('now',), 'yesterday', "now: 'yesterday' is not an ISO-8601"),
+    (('flavors', 'm', 'vcpus'), 'two', 'flavors.m.vcpus: expected a number'),
+    (('flavors', 'm', 'memory_mb'), -1, 'flavors.m.memory_mb: must be >= 0'),
+    (('hosts',), {}, 'hosts: expected a list'),
+    (('hosts', 0, 'name'), KeyError, "hosts[0]: missing field 'name'"),
+    (('hosts', 0, 'cpu_allocation_ratio'), True,
+     'hosts[0].cpu_allocation_ratio: expected a number'),
+    (('hosts', 0, 'instances', 1, 'flavor'), 'xl',
+     "hosts[0].instances[1].flavor: unknown flavor 'xl' (known: m)"),
+    (('hosts', 0, 'instances', 0, 'preemptible'), 'yes',
+     'hosts[0].instances[0].preemptible: expected true or false'),
+    (('hosts', 0, 'instances', 1, 'uuid'), 'u1',
+     "hosts[0].instances[1].uuid: instance 'u1' appears twice"),
+    (('hosts', 0, 'instances', 0, 'launched_at'), KeyError,
+     "hosts[0].instances[0]: missing field 'launched_at'"),
+])
+def test_errors_name_the_field(path, value, message):
+    with pytest.raises(snapshot.SnapshotError) as exc:
+        snapshot.parse(_broken(path, value))
+    assert message in str(exc.value)
+
+
+def test_duplicate_host_names_are_refused():
+    data = copy.deepcopy(GOOD)
+    data['hosts'].append(dict(data['hosts'][0], instances=[]))
+    with pytest.raises(snapshot.SnapshotError, match="hosts\\[1\\].name"):
+        snapshot.parse(data)
+
+
+def test_unreadable_and_invalid_files(tmp_path):
+    with pytest.raises(snapshot.SnapshotError, match='cannot read snapshot'):
+        snapshot.load(tmp_path / 'missing.json')
+    bad = tmp_path / 'bad.json'
+    bad.write_text('{"now": \n')
+    with pytest.raises(snapshot.SnapshotError, match='line 2'):
+        snapshot.load(bad)
+    good = tmp_path / 'good.json'
+    good.write_text(json.dumps(GOOD))
+    assert snapshot.load(good).hosts[0].name == 'h1'
