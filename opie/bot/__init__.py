@@ -1,0 +1,10 @@
+"""opie-bot: run a Bag-of-Tasks job on preemptible servers within a deadline.
+
+The client follows HADS (Teylo et al., Cluster Computing 2020): a primary
+map puts tasks on preemptible servers up to a reduced deadline Dspot, and an
+event-driven scheduler migrates the tasks of a preempted server to idle,
+busy or new normal servers in time for the real deadline.  The core is pure:
+it talks to the cloud only through the ports of :mod:`opie.bot.ports`, and
+the default backend, :mod:`opie.bot.sim`, is a discrete-event simulated
+cloud.
+"""

@@ -1,0 +1,152 @@
+"""The scheduler's view of its servers and tasks.
+
+HADS sorts servers into busy (BR), idle (IR), hibernated (HR) and
+terminated (TR) sets.  Here each server carries its state, the tasks it
+runs and the tasks queued on it (Q = RT u WT), and a projection of when
+those tasks will end, computed from the same run model the runner gets
+(:func:`opie.bot.checkpoint.plan_run`).  Booting servers count as busy, as
+HADS adds a new normal server to BR the moment it asks for it.
+"""
+import math
+
+from opie.bot import checkpoint
+from opie.bot import model
+from opie.bot import projection
+
+BOOTING = 'booting'
+BUSY = 'busy'
+IDLE = 'idle'
+HIBERNATED = 'hibernated'
+GONE = 'gone'
+
+
+class Running:
+    __slots__ = ('run', 'started', 'end', 'left')
+
+    def __init__(self, run, started):
+        self.run = run
+        self.started = started
+        self.end = started + run.wall_s
+        self.left = None     # wall time still to go, while frozen
+
+
+class Server:
+    def __init__(self, server_id, key, flavor, market, slots, created,
+                 boot_s):
+        self.id = server_id
+        self.key = key
+        self.flavor = flavor
+        self.market = market
+        self.slots = slots
+        self.created = created
+        self.ready_at = created + boot_s    # an estimate until ACTIVE
+        self.active = False
+        self.state = BOOTING
+        self.running = {}
+        self.waiting = []
+        self.hib_since = None
+        self.hib_total = 0.0
+        self.ended = None
+        self.mtt_timer = None
+        self.ac_timer = None
+        self.version = 0
+        self.cache = None
+
+    @property
+    def spot(self):
+        return self.market == model.PREEMPTIBLE
+
+    @property
+    def price_h(self):
+        return self.flavor.price_h[self.market]
+
+    def end(self, now):
+        """The server is deleted or lost; close its hibernation if open."""
+        if self.hib_since is not None:
+            self.hib_total += now - self.hib_since
+            self.hib_since = None
+        self.ended = now
+        self.state = GONE
+
+    def billed_s(self, now):
+        """Seconds billed so far: from creation, hibernation excluded."""
+        until = now if self.ended is None else self.ended
+        frozen = 0.0 if self.hib_since is None else until - self.hib_since
+        return until - self.created - self.hib_total - frozen
+
+    def queue(self):
+        return list(self.running) + self.waiting
+
+    def changed(self):
+        self.version += 1
+
+    def ac_end(self, now, ac):
+        """End of the current allocation cycle; hibernation shifts it."""
+        origin = self.created + self.hib_total
+        return origin + (math.floor((now - origin) / ac) + 1) * ac
+
+    def sort_key(self):
+        """HADS' sort_by_market then price: preemptible first."""
+        return (not self.spot, self.price_h, self.key)
+
+
+class Fleet:
+    def __init__(self, job):
+        self.job = job
+        self.tasks = {t.id: t for t in job.tasks}
+        self.saved = dict.fromkeys(self.tasks, 0.0)
+        self.servers = {}
+        self._slots = {f.name: job.slots(f) for f in job.flavors.values()}
+        self._runs = {}
+
+    def slots(self, flavor):
+        return self._slots[flavor.name]
+
+    def add(self, server):
+        self.servers[server.id] = server
+
+    def live(self):
+        return [s for s in self.servers.values() if s.state != GONE]
+
+    def in_state(self, *states):
+        return [s for s in self.servers.values() if s.state in states]
+
+    def normal_count(self, flavor=None):
+        return sum(1 for s in self.live() if not s.spot
+                   and (flavor is None or s.flavor.name == flavor.name))
+
+    def run_for(self, task_id, flavor, market, saved=None):
+        if saved is None:
+            saved = self.saved[task_id]
+        # Projections ask for the same runs over and over: keep them.
+        key = (task_id, flavor.name, market, saved)
+        run = self._runs.get(key)
+        if run is None:
+            run = self._runs[key] = checkpoint.plan_run(
+                self.job.policy, self.tasks[task_id], flavor, market, saved)
+        return run
+
+    def wall(self, task_id, flavor, market):
+        return self.run_for(task_id, flavor, market).wall_s
+
+    def runtime(self, task_id, flavor):
+        return self.tasks[task_id].runtime_on(flavor)
+
+    def projection(self, server, now):
+        """(Projection, expected start of each waiting task) at ``now``."""
+        key = (server.version, now)
+        if server.cache is not None and server.cache[0] == key:
+            return server.cache[1], server.cache[2]
+        ready = max(now, server.ready_at)
+        free = [r.end for r in server.running.values()]
+        free += [ready] * (server.slots - len(free))
+        longest = max((self.runtime(t, server.flavor)
+                       for t in server.queue()), default=0.0)
+        proj = projection.Projection(free, longest)
+        starts = [proj.add(self.wall(t, server.flavor, server.market))
+                  for t in server.waiting]
+        server.cache = (key, proj, starts)
+        return proj, starts
+
+    def empty_projection(self, flavor, ready):
+        return projection.Projection([ready] * self.slots(flavor))

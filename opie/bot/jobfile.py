@@ -1,0 +1,210 @@
+"""Load a job file (YAML or JSON) into a :class:`opie.bot.model.Job`.
+
+Every error names the file, the line and the field, e.g.
+``j60.yaml:14: tasks[3].memory_mb: -1 is less than the minimum of 0``, so a
+tenant can fix the file without reading a traceback.  JSON is read with the
+YAML parser (JSON is YAML) so that both get line numbers.
+"""
+import jsonschema
+import yaml
+
+from opie.bot import generate
+from opie.bot import model
+from opie.bot import schema
+
+_DEFAULT_LIMIT = 5
+
+
+class JobFileError(Exception):
+    """One or more problems in a job file, ready to print."""
+
+    def __init__(self, problems):
+        super().__init__('\n'.join(problems))
+        self.problems = problems
+
+
+def field_name(path):
+    out = ''
+    for part in path:
+        if isinstance(part, int):
+            out += '[%d]' % part
+        elif '.' in str(part) or not str(part):
+            out += '[%r]' % part
+        else:
+            out += ('.' if out else '') + str(part)
+    return out or '(top level)'
+
+
+class _Source:
+    """Parsed data plus the line of every path in it."""
+
+    def __init__(self, filename, text):
+        self.filename = filename
+        self.lines = {}
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                raise self.error((), 'the file is empty')
+            self.data = self._build(loader, node, ())
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = mark.line + 1 if mark else 1
+            raise JobFileError(['%s:%d: not valid YAML or JSON: %s'
+                                % (filename, line, exc.problem)]) from None
+        finally:
+            loader.dispose()
+
+    def _build(self, loader, node, path):
+        self.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            loader.flatten_mapping(node)
+            out = {}
+            for key_node, value_node in node.value:
+                key = loader.construct_object(key_node)
+                if not isinstance(key, (str, int, float, bool)):
+                    raise self.error(path, 'a key must be a plain value')
+                key = str(key)
+                if key in out:
+                    self.lines[path + (key,)] = key_node.start_mark.line + 1
+                    raise self.error(path + (key,), 'duplicate key')
+                self.lines[path + (key,)] = key_node.start_mark.line + 1
+                out[key] = self._build(loader, value_node, path + (key,))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self._build(loader, child, path + (i,))
+                    for i, child in enumerate(node.value)]
+        return loader.construct_object(node)
+
+    def line(self, path):
+        path = tuple(path)
+        while path and path not in self.lines:
+            path = path[:-1]
+        return self.lines.get(path, 1)
+
+    def message(self, path, text):
+        return '%s:%d: %s: %s' % (self.filename, self.line(path),
+                                  field_name(path), text)
+
+    def error(self, path, text):
+        return JobFileError([self.message(path, text)])
+
+
+def _schema_errors(src):
+    validator = jsonschema.Draft202012Validator(schema.SCHEMA)
+    problems = []
+    for err in validator.iter_errors(src.data):
+        if err.context:
+            err = jsonschema.exceptions.best_match(err.context)
+        problems.append((src.line(err.absolute_path),
+                         src.message(err.absolute_path, err.message)))
+    return [text for _, text in sorted(problems)]
+
+
+def _flavors(data):
+    flavors = {}
+    for name, f in data['flavors'].items():
+        limits = f.get('limits', {})
+        flavors[name] = model.Flavor(
+            name=name, vcpus=f['vcpus'], ram_mb=f['ram_gb'] * 1024.0,
+            gflops=f['gflops'], price_h=dict(f['price_h']),
+            limits={m: limits.get(m, _DEFAULT_LIMIT) for m in model.MARKETS})
+    return flavors
+
+
+def _runtimes(src, path, entry, flavors):
+    if ('runtime_s' in entry) == ('runtime_ref_s' in entry):
+        raise src.error(path, 'give exactly one of runtime_s and '
+                              'runtime_ref_s')
+    if 'runtime_s' in entry:
+        value = entry['runtime_s']
+        if not isinstance(value, dict):
+            return {name: float(value) for name in flavors}
+        unknown = sorted(set(value) - set(flavors))
+        if unknown:
+            raise src.error(path + ('runtime_s', unknown[0]),
+                            'no such flavor')
+        missing = sorted(set(flavors) - set(value))
+        if missing:
+            raise src.error(path + ('runtime_s',),
+                            'no run time for flavor(s) %s'
+                            % ', '.join(missing))
+        return {name: float(v) for name, v in value.items()}
+    ref = entry.get('ref_flavor')
+    if ref not in flavors:
+        raise src.error(path + ('ref_flavor',),
+                        'runtime_ref_s needs ref_flavor naming one of: %s'
+                        % ', '.join(sorted(flavors)))
+    # One task uses one vCPU, so speed goes with Gflops per vCPU.
+    base = entry['runtime_ref_s'] * flavors[ref].gflops_per_vcpu
+    return {name: base / f.gflops_per_vcpu for name, f in flavors.items()}
+
+
+def _task_entries(src):
+    data = src.data
+    for i, entry in enumerate(data.get('tasks', [])):
+        yield ('tasks', i), entry
+    for g, gen in enumerate(data.get('generate', [])):
+        path = ('generate', g)
+        if ('runtime_s' in gen) == ('runtime_ref_s' in gen):
+            raise src.error(path, 'give exactly one of runtime_s and '
+                                  'runtime_ref_s')
+        try:
+            entries = generate.expand(gen)
+        except generate.GeneratorError as exc:
+            raise src.error(path + (exc.field,), str(exc)) from None
+        for entry in entries:
+            yield path, entry
+
+
+def _tasks(src, flavors):
+    tasks, seen = [], {}
+    for path, entry in _task_entries(src):
+        if entry['id'] in seen:
+            raise src.error(path + ('id',), 'duplicate task id %r (first '
+                            'at line %d)' % (entry['id'], seen[entry['id']]))
+        seen[entry['id']] = src.line(path)
+        task = model.Task(
+            id=entry['id'], command=entry.get('command', ''),
+            memory_mb=float(entry.get('memory_mb', 0.0)),
+            runtime_s=_runtimes(src, path, entry, flavors),
+            inputs=tuple(entry.get('inputs', ())))
+        if not any(task.memory_mb <= f.ram_mb and f.limits[model.NORMAL] > 0
+                   for f in flavors.values()):
+            raise src.error(path + ('memory_mb',),
+                            '%s MB fits no flavor a normal server may use'
+                            % task.memory_mb)
+        tasks.append(task)
+    if not tasks:
+        raise src.error((), 'the job has no tasks (give tasks or generate)')
+    return tuple(tasks)
+
+
+def _policy(src):
+    raw = dict(src.data.get('policy', {}))
+    policy = model.Policy(**raw)
+    if policy.alpha_s >= src.data['job']['deadline_s']:
+        raise src.error(('policy', 'alpha_s'),
+                        'must be shorter than job.deadline_s')
+    return policy
+
+
+def parse(text, filename='<job>'):
+    src = _Source(filename, text)
+    problems = _schema_errors(src)
+    if problems:
+        raise JobFileError(problems)
+    flavors = _flavors(src.data)
+    return model.Job(name=src.data['job']['name'],
+                     deadline_s=float(src.data['job']['deadline_s']),
+                     policy=_policy(src), flavors=flavors,
+                     tasks=_tasks(src, flavors))
+
+
+def load(path):
+    try:
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JobFileError(['%s: cannot read: %s' % (path, exc)]) from None
+    return parse(text, str(path))

@@ -1,0 +1,88 @@
+"""The job model: flavors, tasks, policy and the job itself.
+
+Everything here is immutable; the planner and the scheduler derive their
+state from it.  Times are seconds from the start of the job, prices are
+dollars per hour as the cloud quotes them.
+"""
+import dataclasses
+import typing
+
+PREEMPTIBLE = 'preemptible'
+NORMAL = 'normal'
+MARKETS = (PREEMPTIBLE, NORMAL)
+
+
+@dataclasses.dataclass(frozen=True)
+class Flavor:
+    name: str
+    vcpus: int
+    ram_mb: float
+    gflops: float
+    price_h: typing.Mapping[str, float]
+    limits: typing.Mapping[str, int]
+
+    @property
+    def gflops_per_vcpu(self):
+        return self.gflops / self.vcpus
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    id: str
+    command: str
+    memory_mb: float
+    # Expected run time on one vCPU of each flavor, checkpoints excluded.
+    runtime_s: typing.Mapping[str, float]
+    inputs: typing.Tuple[str, ...] = ()
+
+    def runtime_on(self, flavor):
+        return self.runtime_s[flavor.name]
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    ac_s: float = 900.0
+    alpha_s: float = 180.0
+    ckpt_overhead: float = 0.10
+    max_normal: int = 20
+    # 'paper', 'code', or a number of seconds (see opie.bot.dspot).
+    dspot: typing.Union[str, float] = 'paper'
+    # 'interior' or 'paper' (see opie.bot.checkpoint).
+    checkpoints: str = 'interior'
+    dump_base_s: float = 12.99
+    dump_per_mb_s: float = 0.022
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    name: str
+    deadline_s: float
+    policy: Policy
+    flavors: typing.Mapping[str, Flavor]
+    tasks: typing.Tuple[Task, ...]
+
+    def with_limits(self, per_flavor, max_normal):
+        """The same job with every normal limit replaced.
+
+        Used to run a job with limits that cannot bind, and by the
+        benchmarks that raise the paper's quotas.
+        """
+        flavors = {
+            name: dataclasses.replace(
+                f, limits={PREEMPTIBLE: f.limits[PREEMPTIBLE],
+                           NORMAL: per_flavor})
+            for name, f in self.flavors.items()}
+        policy = dataclasses.replace(self.policy, max_normal=max_normal)
+        return dataclasses.replace(self, flavors=flavors, policy=policy)
+
+    def slots(self, flavor):
+        """How many tasks a server of ``flavor`` runs at once.
+
+        One per vCPU, fewer when the job's largest task would not fit the
+        RAM that many times: a conservative bound that keeps memory out of
+        every timing decision.
+        """
+        biggest = max(t.memory_mb for t in self.tasks)
+        if biggest <= 0:
+            return flavor.vcpus
+        return max(1, min(flavor.vcpus, int(flavor.ram_mb // biggest)))

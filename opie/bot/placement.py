@@ -1,0 +1,204 @@
+"""Where a task may go: HADS Alg. 4, 6, 7 and 8 as pure decisions.
+
+``check`` is Alg. 7: a task may join a preemptible server only if, with
+it, the server still leaves time before D to re-run its longest task
+elsewhere after a last-minute preemption (``D - eft > e_m + alpha``).  A
+normal server is never preempted, so there the task only has to end before
+D (research note A8).
+
+``estimate_rt`` is Alg. 4 on copies: it tries the servers already chosen,
+then idle, then busy ones, each by price, then new normal servers, and
+returns how long the whole queue would take from now (A7).  ``target`` is
+Alg. 6's choice for one task: idle, then busy servers (preemptible first,
+then by price), then the cheapest new normal server that ends the task
+before D.  ``stealable`` is Alg. 8's candidate set: queued tasks that would
+otherwise start after their server's current allocation cycle (A9: the
+paper's "start", not the code's "end"); a normal thief steals only from
+normal servers, since moving work from a cheap server to a dear one saves
+nothing.
+"""
+import bisect
+import dataclasses
+import math
+import typing
+
+from opie.bot import fleet as fleet_mod
+from opie.bot import model
+
+IDLE = 'idle'
+BUSY = 'busy'
+NEW = 'new'
+
+
+@dataclasses.dataclass
+class Choice:
+    kind: str                     # idle, busy, new, or None: nothing fits
+    server: typing.Any = None     # fleet.Server for idle and busy
+    flavor: typing.Any = None     # model.Flavor for new
+    limits: typing.Tuple[str, ...] = ()   # which limits stopped a new one
+
+
+class Placement:
+    def __init__(self, job, fleet):
+        self.job = job
+        self.fleet = fleet
+        self.deadline = job.deadline_s
+        self.alpha = job.policy.alpha_s
+        self.normal_flavors = sorted(
+            job.flavors.values(),
+            key=lambda f: (f.price_h[model.NORMAL], f.name))
+
+    def check(self, task_id, flavor, market, proj):
+        """Alg. 7 on a projection; returns the task's wall time or None."""
+        if self.fleet.tasks[task_id].memory_mb > flavor.ram_mb:
+            return None
+        wall = self.fleet.wall(task_id, flavor, market)
+        eft = proj.eft_with(wall)
+        if market == model.NORMAL:
+            return wall if eft < self.deadline else None
+        longest = max(proj.longest, self.fleet.runtime(task_id, flavor))
+        if self.deadline - eft > longest + self.alpha:
+            return wall
+        return None
+
+    def fits(self, task_id, server, now):
+        proj, _ = self.fleet.projection(server, now)
+        return self.check(task_id, server.flavor, server.market, proj)
+
+    def limits_hit(self, flavor, extra=None):
+        """Names of the normal limits that forbid one more ``flavor``."""
+        extra = extra or {}
+        hit = []
+        used = self.fleet.normal_count(flavor) + extra.get(flavor.name, 0)
+        if used >= flavor.limits[model.NORMAL]:
+            hit.append('normal limit of %s (%d)'
+                       % (flavor.name, flavor.limits[model.NORMAL]))
+        total = self.fleet.normal_count() + sum(extra.values())
+        if total >= self.job.policy.max_normal:
+            hit.append('max_normal (%d)' % self.job.policy.max_normal)
+        return tuple(hit)
+
+    def candidates(self, exclude):
+        """Idle and busy servers in Alg. 6 order, as two sorted lists."""
+        idle, busy = [], []
+        for s in self.fleet.servers.values():
+            if s is exclude:
+                continue
+            if s.state == fleet_mod.IDLE:
+                idle.append(s)
+            elif s.state in (fleet_mod.BUSY, fleet_mod.BOOTING):
+                busy.append(s)
+        idle.sort(key=fleet_mod.Server.sort_key)
+        busy.sort(key=fleet_mod.Server.sort_key)
+        return idle, busy
+
+    def target(self, task_id, now, idle, busy):
+        """Alg. 6 for one task; ``idle`` and ``busy`` as from candidates."""
+        for s in idle:
+            if self.fits(task_id, s, now) is not None:
+                return Choice(IDLE, server=s)
+        for s in busy:
+            if self.fits(task_id, s, now) is not None:
+                return Choice(BUSY, server=s)
+        hit = []
+        for flavor in self.normal_flavors:
+            limits = self.limits_hit(flavor)
+            if limits:
+                hit.extend(limits)
+                continue
+            if self.fleet.tasks[task_id].memory_mb > flavor.ram_mb:
+                continue
+            wall = self.fleet.wall(task_id, flavor, model.NORMAL)
+            if now + self.alpha + wall < self.deadline:
+                return Choice(NEW, flavor=flavor)
+        return Choice(None, limits=tuple(dict.fromkeys(hit)))
+
+    def late_target(self, task_id, now, servers):
+        """A4: nothing meets D, so the earliest finish wins.
+
+        Normal servers come first: a late task cannot afford another
+        preemption.
+        """
+        best = None
+        task = self.fleet.tasks[task_id]
+        for s in servers:
+            if task.memory_mb <= s.flavor.ram_mb:
+                proj, _ = self.fleet.projection(s, now)
+                eft = proj.eft_with(self.fleet.wall(task_id, s.flavor,
+                                                    s.market))
+                if best is None or (s.spot, eft) < best[0]:
+                    best = ((s.spot, eft), Choice(BUSY, server=s))
+        for flavor in self.normal_flavors:
+            if self.limits_hit(flavor) or task.memory_mb > flavor.ram_mb:
+                continue
+            eft = now + self.alpha + self.fleet.wall(task_id, flavor,
+                                                     model.NORMAL)
+            if best is None or (False, eft) < best[0]:
+                best = ((False, eft), Choice(NEW, flavor=flavor))
+        return best and best[1]
+
+    def estimate_rt(self, task_ids, now, exclude):
+        """Alg. 4: how long re-running ``task_ids`` elsewhere would take."""
+        idle, busy = self.candidates(exclude)
+        chosen = []          # (price, n, flavor, market, projection)
+        extra = {}           # new normal servers per flavor, tentative
+        in_k = set()
+        for task_id in task_ids:
+            placed = False
+            pool = [(c[2], c[3], c[4]) for c in chosen]
+            pool += [(s.flavor, s.market, s) for s in idle + busy
+                     if s.id not in in_k]
+            for flavor, market, ref in pool:
+                proj = ref
+                if isinstance(ref, fleet_mod.Server):
+                    proj = self.fleet.projection(ref, now)[0].copy()
+                wall = self.check(task_id, flavor, market, proj)
+                if wall is None:
+                    continue
+                proj.add(wall, self.fleet.runtime(task_id, flavor))
+                if isinstance(ref, fleet_mod.Server):
+                    in_k.add(ref.id)
+                    bisect.insort(chosen, (ref.price_h, len(in_k), flavor,
+                                           market, proj),
+                                  key=lambda c: c[:2])
+                placed = True
+                break
+            if not placed:
+                placed = self._estimate_new(task_id, now, chosen, extra)
+            if not placed:
+                return math.inf
+        return max((c[4].finish for c in chosen), default=now) - now
+
+    def _estimate_new(self, task_id, now, chosen, extra):
+        for flavor in self.normal_flavors:
+            if self.limits_hit(flavor, extra):
+                continue
+            proj = self.fleet.empty_projection(flavor, now + self.alpha)
+            wall = self.check(task_id, flavor, model.NORMAL, proj)
+            if wall is None:
+                continue
+            proj.add(wall, self.fleet.runtime(task_id, flavor))
+            extra[flavor.name] = extra.get(flavor.name, 0) + 1
+            bisect.insort(chosen, (flavor.price_h[model.NORMAL],
+                                   -len(chosen) - 1, flavor, model.NORMAL,
+                                   proj), key=lambda c: c[:2])
+            return True
+        return False
+
+    def stealable(self, thief, now):
+        """Alg. 8: (victim, [(task id, its expected end there)]) pairs."""
+        ac = self.job.policy.ac_s
+        victims = [s for s in self.fleet.in_state(fleet_mod.BUSY,
+                                                  fleet_mod.BOOTING)
+                   if s is not thief and s.waiting
+                   and (thief.spot or not s.spot)]
+        victims.sort(key=lambda s: (s.spot, -s.price_h, s.key))
+        for victim in victims:
+            _, starts = self.fleet.projection(victim, now)
+            cycle_end = victim.ac_end(now, ac)
+            picked = [(t, start + self.fleet.wall(t, victim.flavor,
+                                                  victim.market))
+                      for t, start in zip(victim.waiting, starts)
+                      if start >= cycle_end]
+            if picked:
+                yield victim, picked

@@ -1,0 +1,120 @@
+"""The ports between the scheduling core and a cloud.
+
+The core (:mod:`opie.bot.scheduler`) only ever talks to these interfaces,
+so the same code drives the simulated cloud (:mod:`opie.bot.sim`) and a
+real one.  A backend calls the callbacks given to ``watch`` from the same
+thread that runs the clock: the core is single-threaded and never locks.
+"""
+import abc
+import dataclasses
+import typing
+
+# What a Cloud reports about a server it did not delete on our behalf.
+ACTIVE = 'active'            # booted, ready to run tasks
+HIBERNATED = 'hibernated'    # frozen by the provider, may resume
+RESUMED = 'resumed'          # back from hibernation, tasks continue
+TERMINATED = 'terminated'    # preempted for good (OPIE deletes or shelves)
+
+FINISHED = 'finished'        # the only event a Runner reports
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerEvent:
+    kind: str
+    server_id: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskEvent:
+    kind: str
+    server_id: str
+    task_id: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpoint:
+    task_id: str
+    fraction: float      # of the task's work, 0..1
+    server_id: str
+    written_at: float
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskStatus:
+    running: bool        # False while its server is hibernated
+    progress: float      # fraction of the work done, 0..1
+
+
+class Clock(abc.ABC):
+    """Time in seconds since the job started, and timers."""
+
+    @abc.abstractmethod
+    def now(self) -> float:
+        """Current time."""
+
+    @abc.abstractmethod
+    def call_at(self, when: float, callback, *args) -> object:
+        """Run ``callback(*args)`` at ``when``; return a handle."""
+
+    @abc.abstractmethod
+    def cancel(self, handle) -> None:
+        """Forget a timer; a no-op if it already ran."""
+
+
+class Cloud(abc.ABC):
+    @abc.abstractmethod
+    def create_server(self, name: str, flavor, preemptible: bool) -> str:
+        """Ask for a server; return its id.  ACTIVE follows when booted."""
+
+    @abc.abstractmethod
+    def delete_server(self, server_id: str) -> None:
+        """Delete a server the job no longer needs (no event follows)."""
+
+    @abc.abstractmethod
+    def watch(self, callback: typing.Callable[[ServerEvent], None]) -> None:
+        """Report server events to ``callback``."""
+
+
+class Runner(abc.ABC):
+    @abc.abstractmethod
+    def start(self, server_id: str, task_id: str, run) -> None:
+        """Start a task from scratch; ``run`` is a checkpoint.TaskRun."""
+
+    @abc.abstractmethod
+    def restore(self, server_id: str, task_id: str, run,
+                checkpoint: Checkpoint) -> None:
+        """Start a task from ``checkpoint`` (``run.start`` is its fraction)."""
+
+    @abc.abstractmethod
+    def poll(self, server_id: str, task_id: str) -> TaskStatus:
+        """Where a started task stands."""
+
+    @abc.abstractmethod
+    def kill(self, server_id: str, task_id: str) -> None:
+        """Stop a task; its checkpoints stay in the CheckpointStore."""
+
+    @abc.abstractmethod
+    def watch(self, callback: typing.Callable[[TaskEvent], None]) -> None:
+        """Report task events to ``callback``."""
+
+
+class CheckpointStore(abc.ABC):
+    @abc.abstractmethod
+    def put(self, checkpoint: Checkpoint) -> None:
+        """Keep ``checkpoint`` as the latest of its task."""
+
+    @abc.abstractmethod
+    def latest(self, task_id: str) -> typing.Optional[Checkpoint]:
+        """The newest checkpoint of a task, or None."""
+
+
+class StateStore(abc.ABC):
+    """The job's journal: every decision and observation, in order."""
+
+    @abc.abstractmethod
+    def append(self, record: dict) -> None:
+        """Add one record (a JSON-able dict with at least t and event)."""
+
+    @abc.abstractmethod
+    def records(self) -> typing.Iterable[dict]:
+        """All records, oldest first."""

@@ -1,0 +1,40 @@
+"""The preemption scenarios of the HADS paper's Table 8.
+
+``kh`` and ``kr`` are the expected numbers of hibernation and resume
+events per flavor over the deadline: the emulator's rates are
+``kh / D`` and ``kr / D``.
+"""
+import collections
+
+Scenario = collections.namedtuple('Scenario', 'name kh kr')
+
+TABLE8 = {s.name: s for s in (
+    Scenario('sc1', 1.0, 0.0),
+    Scenario('sc2', 5.0, 0.0),
+    Scenario('sc3', 1.0, 5.0),
+    Scenario('sc4', 5.0, 5.0),
+    Scenario('sc5', 3.0, 2.5),
+    Scenario('sc6', 2.0, 1.0),
+    Scenario('sc7', 2.0, 2.0),
+)}
+
+
+def parse_list(text):
+    """``sc1..sc7``, ``sc1,sc3`` or ``all`` into scenario objects."""
+    names = []
+    for part in text.split(','):
+        part = part.strip()
+        if part == 'all':
+            names.extend(TABLE8)
+        elif '..' in part:
+            first, last = part.split('..')
+            keys = list(TABLE8)
+            if first not in TABLE8 or last not in TABLE8:
+                raise ValueError('unknown scenario range %r' % part)
+            names.extend(keys[keys.index(first):keys.index(last) + 1])
+        elif part in TABLE8:
+            names.append(part)
+        else:
+            raise ValueError('unknown scenario %r (known: %s)'
+                             % (part, ', '.join(TABLE8)))
+    return [TABLE8[n] for n in dict.fromkeys(names)]

@@ -1,0 +1,385 @@
+"""The dynamic scheduler: HADS Alg. 5, driven by cloud and task events.
+
+Servers of the primary map are created when the job starts.  Then:
+
+* a task ends: the next queued one starts; a server left with nothing to do
+  turns idle, takes stranded tasks if any, else tries work stealing
+  (Alg. 8), else waits for the end of its allocation cycle and is deleted;
+* a server hibernates: its tasks freeze, and unless it resumes first they
+  migrate at the migration trigger time ``mtt = D - (rt + alpha)`` (Eq. 4,
+  ``rt`` from Alg. 4), at once if that is already past;
+* a server is terminated (OPIE deletes preempted servers; they never come
+  back): its tasks migrate at once, a documented deviation from HADS,
+  which would wait for a resume that cannot happen;
+* a server resumes: before mtt its tasks go on from where they froze; but
+  its queue moved later by the whole hibernation, so queued tasks that now
+  break Alg. 7's spare-time rule migrate (a guard HADS lacks: without it a
+  server resuming just before mtt can run past D).  After mtt it is idle
+  and tries work stealing.
+
+Migrated tasks restart from their last checkpoint (Alg. 6).  A task that
+no server can end before D goes where it ends soonest; the journal says
+which limit stopped a new normal server, so a late job can be explained.
+"""
+import bisect
+
+from opie.bot import fleet as fleet_mod
+from opie.bot import model
+from opie.bot import placement
+from opie.bot import ports
+
+
+class Scheduler:
+    def __init__(self, plan, clock, cloud, runner, checkpoints, journal,
+                 on_done=None):
+        self.job = plan.job
+        self.plan = plan
+        self.clock = clock
+        self.cloud = cloud
+        self.runner = runner
+        self.checkpoints = checkpoints
+        self.journal = journal
+        self.on_done = on_done
+        self.fleet = fleet_mod.Fleet(self.job)
+        self.place = placement.Placement(self.job, self.fleet)
+        self.deadline = self.job.deadline_s
+        self.alpha = self.job.policy.alpha_s
+        self.done = set()
+        self.stranded = []
+        self.finished = False
+        self._new_normal = 0
+        cloud.watch(self._server_event)
+        runner.watch(self._task_event)
+
+    # -- bookkeeping ----------------------------------------------------
+
+    def now(self):
+        return self.clock.now()
+
+    def _log(self, event, **fields):
+        fields.update(t=self.now(), event=event)
+        self.journal.append(fields)
+
+    def _create(self, flavor, market, key, reason):
+        preemptible = market == model.PREEMPTIBLE
+        server_id = self.cloud.create_server(
+            '%s-%s' % (self.job.name, key), flavor, preemptible)
+        server = fleet_mod.Server(server_id, key, flavor, market,
+                                  self.fleet.slots(flavor), self.now(),
+                                  self.alpha)
+        self.fleet.add(server)
+        self._log('server_create', server=server_id, key=key,
+                  flavor=flavor.name, market=market, price_h=server.price_h,
+                  reason=reason)
+        return server
+
+    def _cancel(self, server):
+        for name in ('mtt_timer', 'ac_timer'):
+            timer = getattr(server, name)
+            if timer is not None:
+                self.clock.cancel(timer)
+                setattr(server, name, None)
+
+    def _delete(self, server, reason):
+        self._cancel(server)
+        self.cloud.delete_server(server.id)
+        server.end(self.now())
+        self._log('server_delete', server=server.id, reason=reason)
+
+    # -- start and end --------------------------------------------------
+
+    def start(self):
+        plan = self.plan
+        self._log('plan', dspot=plan.dspot, deadline=self.deadline,
+                  servers=len(plan.servers),
+                  expected_cost=plan.expected_cost,
+                  expected_makespan=plan.makespan, risks=plan.risks)
+        for ps in plan.servers:
+            server = self._create(ps.flavor, ps.market, ps.key, 'plan')
+            server.waiting = [t for t, _, _ in
+                              sorted(ps.tasks, key=lambda x: x[1])]
+
+    def _finish(self):
+        self.finished = True
+        self._log('done', tasks=len(self.done))
+        for server in self.fleet.live():
+            self._delete(server, 'job done')
+        if self.on_done is not None:
+            self.on_done()
+
+    # -- events -----------------------------------------------------------
+
+    def _server_event(self, event):
+        server = self.fleet.servers.get(event.server_id)
+        if server is None or server.state == fleet_mod.GONE:
+            return
+        handler = {ports.ACTIVE: self._on_active,
+                   ports.HIBERNATED: self._on_hibernated,
+                   ports.RESUMED: self._on_resumed,
+                   ports.TERMINATED: self._on_terminated}[event.kind]
+        handler(server)
+
+    def _task_event(self, event):
+        server = self.fleet.servers[event.server_id]
+        del server.running[event.task_id]
+        server.changed()
+        self.done.add(event.task_id)
+        self.fleet.saved[event.task_id] = 1.0
+        self._log('task_finish', task=event.task_id, server=server.id)
+        if len(self.done) == len(self.fleet.tasks):
+            self._finish()
+            return
+        self._dispatch(server)
+        if not server.running and not server.waiting:
+            self._became_idle(server)
+
+    def _on_active(self, server):
+        server.active = True
+        server.ready_at = self.now()
+        server.changed()
+        self._log('server_active', server=server.id)
+        if server.queue():
+            server.state = fleet_mod.BUSY
+            self._dispatch(server)
+        else:
+            self._became_idle(server)
+
+    def _on_hibernated(self, server):
+        self._cancel(server)
+        server.state = fleet_mod.HIBERNATED
+        server.hib_since = self.now()
+        for run in server.running.values():
+            run.left = run.end - self.now()
+        queue = server.queue()
+        self._log('server_hibernated', server=server.id, tasks=len(queue))
+        if not queue:
+            return
+        rt = self.place.estimate_rt(queue, self.now(), exclude=server)
+        mtt = self.deadline - (rt + self.alpha)
+        self._log('mtt', server=server.id, mtt=mtt,
+                  rt=rt if rt != float('inf') else None)
+        if mtt <= self.now():
+            self._migrate_frozen(server)
+        else:
+            server.mtt_timer = self.clock.call_at(mtt, self._mtt_reached,
+                                                  server)
+
+    def _mtt_reached(self, server):
+        server.mtt_timer = None
+        if server.state == fleet_mod.HIBERNATED:
+            self._migrate_frozen(server)
+
+    def _on_resumed(self, server):
+        now = self.now()
+        away = now - server.hib_since
+        server.hib_total += away
+        server.hib_since = None
+        for run in server.running.values():
+            run.end = now + run.left
+            run.left = None
+        server.changed()
+        self._log('server_resumed', server=server.id,
+                  before_mtt=server.mtt_timer is not None)
+        self._cancel(server)
+        if not server.active:
+            server.ready_at += away
+        if server.queue():
+            self._busy(server)
+            self._guard(server)
+            self._dispatch(server)
+        elif server.active:
+            self._became_idle(server)
+        else:
+            server.state = fleet_mod.BOOTING
+
+    def _on_terminated(self, server):
+        self._cancel(server)
+        server.end(self.now())
+        queue = server.queue()
+        server.running.clear()
+        server.waiting = []
+        self._log('server_preempted', server=server.id, tasks=len(queue))
+        self._migrate(queue, server)
+
+    # -- actions ----------------------------------------------------------
+
+    def _dispatch(self, server):
+        while (server.active and server.state == fleet_mod.BUSY
+               and server.waiting and len(server.running) < server.slots):
+            task_id = server.waiting.pop(0)
+            run = self.fleet.run_for(task_id, server.flavor, server.market)
+            if run.start > 0:
+                self.runner.restore(server.id, task_id, run,
+                                    self.checkpoints.latest(task_id))
+            else:
+                self.runner.start(server.id, task_id, run)
+            server.running[task_id] = fleet_mod.Running(run, self.now())
+            server.changed()
+            self._log('task_start', task=task_id, server=server.id,
+                      saved=run.start, wall=run.wall_s)
+
+    def _became_idle(self, server):
+        server.state = fleet_mod.IDLE
+        self._take_stranded(server)
+        if server.state == fleet_mod.IDLE:
+            self._work_steal(server)
+        if server.state == fleet_mod.IDLE:
+            end = server.ac_end(self.now(), self.job.policy.ac_s)
+            server.ac_timer = self.clock.call_at(end, self._cycle_end, server)
+
+    def _cycle_end(self, server):
+        server.ac_timer = None
+        if server.state == fleet_mod.IDLE:
+            self._delete(server, 'idle at the end of its allocation cycle')
+
+    def _busy(self, server):
+        if server.ac_timer is not None:
+            self.clock.cancel(server.ac_timer)
+            server.ac_timer = None
+        server.state = fleet_mod.BUSY if server.active else fleet_mod.BOOTING
+
+    def _take_stranded(self, server):
+        taken = [t for t in self.stranded
+                 if self.fleet.tasks[t].memory_mb <= server.flavor.ram_mb]
+        for task_id in taken:
+            self.stranded.remove(task_id)
+            server.waiting.append(task_id)
+            self._log('task_migrate', task=task_id, src=None,
+                      dst=server.id, via='stranded',
+                      saved=self.fleet.saved[task_id])
+        if taken:
+            server.changed()
+            self._busy(server)
+            self._dispatch(server)
+
+    def _work_steal(self, thief):
+        stolen = 0
+        now = self.now()
+        for victim, picked in self.place.stealable(thief, now):
+            for task_id, end_there in picked:
+                wall = self.place.fits(task_id, thief, now)
+                if wall is None or (self.fleet.projection(thief, now)[0]
+                                    .eft_with(wall) > end_there):
+                    continue
+                victim.waiting.remove(task_id)
+                victim.changed()
+                thief.waiting.append(task_id)
+                thief.changed()
+                stolen += 1
+                self._log('task_steal', task=task_id, src=victim.id,
+                          dst=thief.id)
+        self._log('work_stealing', server=thief.id, stolen=stolen)
+        if stolen:
+            self._busy(thief)
+            self._dispatch(thief)
+
+    def _guard(self, server):
+        """Re-establish the spare time a hibernation ate into."""
+        now = self.now()
+        while server.waiting:
+            proj, _ = self.fleet.projection(server, now)
+            if self.deadline - proj.finish > proj.longest + self.alpha:
+                break
+            task_id = server.waiting.pop()
+            server.changed()
+            self._log('resume_guard', server=server.id, task=task_id)
+            self._migrate([task_id], server)
+        # A running task is safe if, lost just before its end, it could
+        # still restart from its last checkpoint on a normal server in
+        # time; if not, restart it now while that still meets D.
+        for task_id, run in list(server.running.items()):
+            last = run.run.checkpoints[-1] if run.run.checkpoints else \
+                run.run.start
+            redo = self.fleet.run_for(task_id, server.flavor, model.NORMAL,
+                                      last).wall_s
+            if run.end + self.alpha + redo < self.deadline:
+                continue
+            latest = self.checkpoints.latest(task_id)
+            now_redo = self.fleet.run_for(
+                task_id, server.flavor, model.NORMAL,
+                latest.fraction if latest else 0.0).wall_s
+            if now + self.alpha + now_redo >= self.deadline:
+                continue
+            self.runner.kill(server.id, task_id)
+            del server.running[task_id]
+            server.changed()
+            self._log('resume_guard', server=server.id, task=task_id)
+            self._migrate([task_id], server)
+
+    def _migrate_frozen(self, server):
+        queue = server.queue()
+        for task_id in server.running:
+            self.runner.kill(server.id, task_id)
+        server.running.clear()
+        server.waiting = []
+        server.changed()
+        self._migrate(queue, server)
+
+    def _migrate(self, task_ids, source):
+        """Alg. 6 over ``task_ids``, taken off ``source``."""
+        now = self.now()
+        for task_id in task_ids:
+            latest = self.checkpoints.latest(task_id)
+            self.fleet.saved[task_id] = latest.fraction if latest else 0.0
+        idle, busy = self.place.candidates(exclude=source)
+        touched = {}
+        for task_id in task_ids:
+            choice = self.place.target(task_id, now, idle, busy)
+            if choice.kind is None:
+                self._log('no_target', task=task_id, limits=choice.limits)
+                choice = self.place.late_target(task_id, now, idle + busy)
+            if choice is None:
+                self.stranded.append(task_id)
+                self._log('stranded', task=task_id)
+                continue
+            if choice.kind == placement.NEW:
+                self._new_normal += 1
+                server = self._create(choice.flavor, model.NORMAL,
+                                      'm%d' % self._new_normal, 'migration')
+                bisect.insort(busy, server, key=fleet_mod.Server.sort_key)
+            else:
+                server = choice.server
+            if server.state == fleet_mod.IDLE:
+                idle.remove(server)
+                bisect.insort(busy, server, key=fleet_mod.Server.sort_key)
+                self._busy(server)
+            server.waiting.append(task_id)
+            server.changed()
+            touched[server.id] = server
+            self._log('task_migrate', task=task_id, src=source.id,
+                      dst=server.id, via=choice.kind,
+                      saved=self.fleet.saved[task_id])
+        for server in touched.values():
+            self._dispatch(server)
+
+    # -- progress ---------------------------------------------------------
+
+    def snapshot(self):
+        """Figures for a progress line."""
+        now = self.now()
+        live = self.fleet.live()
+        cost = sum(s.billed_s(now) * s.price_h / 3600.0
+                   for s in self.fleet.servers.values())
+        running = 0
+        work = float(len(self.done))
+        finish = now
+        for server in live:
+            if server.state == fleet_mod.HIBERNATED:
+                continue
+            running += len(server.running)
+            for task_id in server.running:
+                work += self.runner.poll(server.id, task_id).progress
+            finish = max(finish, self.fleet.projection(server, now)[0].finish)
+        return {
+            't': now,
+            'done': len(self.done),
+            'tasks': len(self.fleet.tasks),
+            'running': running,
+            'progress': work / len(self.fleet.tasks),
+            'servers': len(live),
+            'cost': cost,
+            'normal': sum(1 for s in live if not s.spot),
+            'hibernated': sum(1 for s in live
+                              if s.state == fleet_mod.HIBERNATED),
+            'slack': self.deadline - finish,
+        }

@@ -1,0 +1,50 @@
+"""A simulated clock: a heap of timers run in time order."""
+import heapq
+import itertools
+
+from opie.bot import ports
+
+
+class Timer:
+    __slots__ = ('when', 'callback', 'args', 'live')
+
+    def __init__(self, when, callback, args):
+        self.when = when
+        self.callback = callback
+        self.args = args
+        self.live = True
+
+
+class SimClock(ports.Clock):
+    def __init__(self):
+        self._now = 0.0
+        self._heap = []
+        self._seq = itertools.count()
+        self._stopped = False
+
+    def now(self):
+        return self._now
+
+    def call_at(self, when, callback, *args):
+        timer = Timer(max(when, self._now), callback, args)
+        heapq.heappush(self._heap, (timer.when, next(self._seq), timer))
+        return timer
+
+    def cancel(self, handle):
+        handle.live = False
+
+    def stop(self):
+        self._stopped = True
+
+    def run(self, until):
+        """Run timers until stopped, out of timers, or past ``until``."""
+        self._stopped = False
+        while self._heap and not self._stopped:
+            when, _, timer = self._heap[0]
+            if when > until:
+                break
+            heapq.heappop(self._heap)
+            if timer.live:
+                timer.live = False
+                self._now = when
+                timer.callback(*timer.args)

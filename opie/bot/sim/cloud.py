@@ -1,0 +1,159 @@
+"""Simulated servers: boot delay, hibernation, termination, billing.
+
+Billing is per second of existence, rounded up per server, from the
+create call (boot is billed, research note A10) to the delete call or the
+preemption, minus the time spent hibernated.  A server hibernated while
+booting finishes its boot once it resumes.  A preemptible server created
+while its flavor is hibernated starts hibernated, as in the authors' HEM.
+"""
+import dataclasses
+import math
+import typing
+
+from opie.bot import model
+from opie.bot import ports
+
+
+@dataclasses.dataclass
+class SimServer:
+    id: str
+    name: str
+    flavor: model.Flavor
+    preemptible: bool
+    created: float
+    boot_left: float
+    boot_done: float = 0.0
+    active: bool = False
+    hibernated_since: typing.Optional[float] = None
+    hibernated_s: float = 0.0
+    ended: typing.Optional[float] = None
+    boot_timer: typing.Any = None
+
+    @property
+    def market(self):
+        return model.PREEMPTIBLE if self.preemptible else model.NORMAL
+
+    def billed_s(self, now):
+        until = now if self.ended is None else self.ended
+        frozen = self.hibernated_s
+        if self.hibernated_since is not None:
+            frozen += until - self.hibernated_since
+        return math.ceil(until - self.created - frozen - 1e-9)
+
+
+class SimCloud(ports.Cloud):
+    def __init__(self, clock, boot_s):
+        self.clock = clock
+        self.boot_s = boot_s
+        self.servers = {}
+        self.hibernated_flavors = set()
+        self._listeners = []
+        self._hooks = []
+
+    # -- the port ---------------------------------------------------------
+
+    def create_server(self, name, flavor, preemptible):
+        server = SimServer(id='srv-%04d' % (len(self.servers) + 1),
+                           name=name, flavor=flavor, preemptible=preemptible,
+                           created=self.clock.now(), boot_left=self.boot_s)
+        self.servers[server.id] = server
+        if preemptible and flavor.name in self.hibernated_flavors:
+            server.hibernated_since = server.created
+        else:
+            self._boot(server)
+        return server.id
+
+    def delete_server(self, server_id):
+        server = self.servers[server_id]
+        self._end(server)
+
+    def watch(self, callback):
+        self._listeners.append(callback)
+
+    # -- for the emulator and the runner ----------------------------------
+
+    def add_hook(self, hook):
+        """``hook`` learns of freezes, thaws and losses before the client."""
+        self._hooks.append(hook)
+
+    def live(self, flavor_name):
+        return [s for s in self.servers.values()
+                if s.ended is None and s.preemptible
+                and s.flavor.name == flavor_name]
+
+    def hibernate(self, flavor_name):
+        """Hibernate every live preemptible server of a flavor."""
+        self.hibernated_flavors.add(flavor_name)
+        hit = [s for s in self.live(flavor_name)
+               if s.hibernated_since is None]
+        for server in hit:
+            server.hibernated_since = self.clock.now()
+            if server.boot_timer is not None:
+                self.clock.cancel(server.boot_timer)
+                server.boot_timer = None
+                server.boot_left = server.boot_done - self.clock.now()
+            self._tell('server_frozen', server.id)
+            self._emit(ports.HIBERNATED, server)
+        return len(hit)
+
+    def resume(self, flavor_name):
+        self.hibernated_flavors.discard(flavor_name)
+        hit = [s for s in self.live(flavor_name)
+               if s.hibernated_since is not None]
+        for server in hit:
+            server.hibernated_s += self.clock.now() - server.hibernated_since
+            server.hibernated_since = None
+            if not server.active:
+                self._boot(server)
+            self._tell('server_thawed', server.id)
+            self._emit(ports.RESUMED, server)
+        return len(hit)
+
+    def terminate(self, flavor_name):
+        """Preempt every live preemptible server of a flavor for good."""
+        hit = self.live(flavor_name)
+        for server in hit:
+            self._end(server)
+            self._tell('server_lost', server.id)
+            self._emit(ports.TERMINATED, server)
+        return len(hit)
+
+    def bill(self):
+        now = self.clock.now()
+        return [{'server': s.id, 'name': s.name, 'flavor': s.flavor.name,
+                 'market': s.market, 'price_h': s.flavor.price_h[s.market],
+                 'billed_s': s.billed_s(now),
+                 'cost': s.billed_s(now) * s.flavor.price_h[s.market]
+                 / 3600.0}
+                for s in self.servers.values()]
+
+    # -- internals --------------------------------------------------------
+
+    def _boot(self, server):
+        server.boot_done = self.clock.now() + server.boot_left
+        server.boot_timer = self.clock.call_at(server.boot_done,
+                                               self._booted, server)
+
+    def _booted(self, server):
+        server.boot_timer = None
+        server.boot_left = 0.0
+        server.active = True
+        self._emit(ports.ACTIVE, server)
+
+    def _end(self, server):
+        if server.boot_timer is not None:
+            self.clock.cancel(server.boot_timer)
+            server.boot_timer = None
+        if server.hibernated_since is not None:
+            server.hibernated_s += self.clock.now() - server.hibernated_since
+            server.hibernated_since = None
+        server.ended = self.clock.now()
+
+    def _tell(self, method, server_id):
+        for hook in self._hooks:
+            getattr(hook, method)(server_id)
+
+    def _emit(self, kind, server):
+        event = ports.ServerEvent(kind, server.id)
+        for listener in self._listeners:
+            listener(event)

@@ -1,0 +1,112 @@
+"""Simulated task execution on simulated servers.
+
+A task runs for exactly its run's wall time (``TaskRun.wall_s``) unless its
+server freezes or is lost.  Checkpoints are written to the CheckpointStore
+as the run passes them; to avoid one timer per checkpoint they are written
+at the task's next change of state (finish, freeze, kill, loss), which is
+the first moment anyone can look at them.
+"""
+from opie.bot import ports
+
+
+class _Run:
+    __slots__ = ('server_id', 'task_id', 'run', 'since', 'elapsed', 'timer',
+                 'written')
+
+    def __init__(self, server_id, task_id, run, now):
+        self.server_id = server_id
+        self.task_id = task_id
+        self.run = run
+        self.since = now         # None while frozen
+        self.elapsed = 0.0       # before ``since``
+        self.timer = None
+        self.written = 0         # checkpoints already in the store
+
+    def elapsed_at(self, now):
+        return self.elapsed + (0.0 if self.since is None else now - self.since)
+
+
+class SimRunner(ports.Runner):
+    def __init__(self, clock, cloud, store):
+        self.clock = clock
+        self.store = store
+        self._runs = {}
+        self._by_server = {}
+        self._listeners = []
+        cloud.add_hook(self)
+
+    # -- the port ---------------------------------------------------------
+
+    def start(self, server_id, task_id, run):
+        r = _Run(server_id, task_id, run, self.clock.now())
+        self._runs[task_id] = r
+        self._by_server.setdefault(server_id, set()).add(task_id)
+        self._arm(r)
+
+    def restore(self, server_id, task_id, run, checkpoint):
+        if checkpoint is None or checkpoint.fraction != run.start:
+            raise ValueError('run of %s does not start at its checkpoint'
+                             % task_id)
+        self.start(server_id, task_id, run)
+
+    def poll(self, server_id, task_id):
+        r = self._runs[task_id]
+        elapsed = r.elapsed_at(self.clock.now())
+        done = r.run.start + (1.0 - r.run.start) * elapsed / r.run.wall_s
+        return ports.TaskStatus(running=r.since is not None,
+                                progress=min(done, 1.0))
+
+    def kill(self, server_id, task_id):
+        self._drop(self._runs[task_id])
+
+    def watch(self, callback):
+        self._listeners.append(callback)
+
+    # -- cloud hooks --------------------------------------------------------
+
+    def server_frozen(self, server_id):
+        now = self.clock.now()
+        for task_id in self._by_server.get(server_id, ()):
+            r = self._runs[task_id]
+            r.elapsed = r.elapsed_at(now)
+            r.since = None
+            self.clock.cancel(r.timer)
+            self._write(r)
+
+    def server_thawed(self, server_id):
+        for task_id in self._by_server.get(server_id, ()):
+            r = self._runs[task_id]
+            r.since = self.clock.now()
+            self._arm(r)
+
+    def server_lost(self, server_id):
+        for task_id in list(self._by_server.get(server_id, ())):
+            self._drop(self._runs[task_id])
+
+    # -- internals ---------------------------------------------------------
+
+    def _arm(self, r):
+        left = r.run.wall_s - r.elapsed
+        r.timer = self.clock.call_at(self.clock.now() + left, self._finish, r)
+
+    def _write(self, r):
+        saved = r.run.saved_after(r.elapsed_at(self.clock.now()))
+        due = [f for f in r.run.checkpoints if f <= saved][r.written:]
+        for fraction in due:
+            self.store.put(ports.Checkpoint(r.task_id, fraction,
+                                            r.server_id, self.clock.now()))
+        r.written += len(due)
+
+    def _drop(self, r):
+        self.clock.cancel(r.timer)
+        self._write(r)
+        del self._runs[r.task_id]
+        self._by_server[r.server_id].discard(r.task_id)
+
+    def _finish(self, r):
+        r.elapsed = r.run.wall_s
+        r.since = None
+        self._drop(r)
+        event = ports.TaskEvent(ports.FINISHED, r.server_id, r.task_id)
+        for listener in self._listeners:
+            listener(event)

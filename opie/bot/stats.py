@@ -1,0 +1,110 @@
+"""Statistics over many simulated runs: mean and P10-P90 per scenario."""
+import dataclasses
+
+from opie.bot import report as report_mod
+
+METRICS = (
+    ('cost', 'cost ($)', '%.3f'),
+    ('makespan', 'makespan (s)', '%.0f'),
+    ('preemptions', 'preemptions', '%.1f'),
+    ('migrations', 'migrations', '%.1f'),
+    ('normal', 'normal servers', '%.1f'),
+)
+
+
+def percentile(values, q):
+    """Linear interpolation between closest ranks, like numpy's default."""
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def metrics(result):
+    """The figures of one run that the table aggregates."""
+    records = result.records
+    done = [r['t'] for r in records if r['event'] == 'done']
+    end = done[0] if done else max(r['t'] for r in records)
+    rows = report_mod.servers(records, end)
+    deadline = result.plan.job.deadline_s
+    return {
+        'cost': sum(s['cost'] for s in rows),
+        'makespan': end,
+        'preemptions': sum(1 for r in records if r['event'] in
+                           ('server_hibernated', 'server_preempted')),
+        'migrations': sum(1 for r in records
+                          if r['event'] == 'task_migrate'),
+        'normal': sum(1 for s in rows if s['market'] == 'normal'),
+        'miss': not done or end > deadline,
+    }
+
+
+@dataclasses.dataclass
+class Cell:
+    scenario: str
+    runs: list
+
+    def mean(self, key):
+        return sum(r[key] for r in self.runs) / len(self.runs)
+
+    def spread(self, key):
+        values = [r[key] for r in self.runs]
+        return percentile(values, 0.1), percentile(values, 0.9)
+
+    @property
+    def misses(self):
+        return sum(1 for r in self.runs if r['miss'])
+
+
+def run_cells(plan, scenarios, seeds, simulate):
+    """``simulate(plan, scenario, seed)`` returns a backend Result."""
+    return [Cell(sc.name, [metrics(simulate(plan, sc, seed))
+                           for seed in range(seeds)])
+            for sc in scenarios]
+
+
+def rows(cells, baseline_cost=None):
+    """Header and rows of the table, as strings."""
+    header = ['scenario'] + [label for _, label, _ in METRICS] + ['misses']
+    if baseline_cost:
+        header.insert(2, 'saving')
+    out = []
+    for cell in cells:
+        row = [cell.scenario]
+        for key, _, fmt in METRICS:
+            lo, hi = cell.spread(key)
+            row.append('%s [%s-%s]' % (fmt % cell.mean(key), fmt % lo,
+                                       fmt % hi))
+        if baseline_cost:
+            row.insert(2, '%.0f %%' % (100 * (1 - cell.mean('cost')
+                                              / baseline_cost)))
+        row.append('%d/%d' % (cell.misses, len(cell.runs)))
+        out.append(row)
+    return header, out
+
+
+def text_table(header, body):
+    widths = [max(len(r[i]) for r in [header] + body)
+              for i in range(len(header))]
+    lines = ['  '.join(c.ljust(w) for c, w in zip(r, widths))
+             for r in [header] + body]
+    lines.insert(1, '  '.join('-' * w for w in widths))
+    return '\n'.join(lines)
+
+
+def rst_table(header, body):
+    """A reStructuredText grid table."""
+    widths = [max(len(r[i]) for r in [header] + body)
+              for i in range(len(header))]
+
+    def line(char):
+        return '+' + '+'.join(char * (w + 2) for w in widths) + '+'
+
+    def row(cells):
+        return '|' + '|'.join(' %s ' % c.ljust(w)
+                              for c, w in zip(cells, widths)) + '|'
+    out = [line('-'), row(header), line('=')]
+    for r in body:
+        out += [row(r), line('-')]
+    return '\n'.join(out)

@@ -1,0 +1,129 @@
+"""The dynamic scheduler on hand-made preemption traces."""
+import pytest
+
+from opie.bot import checkpoint
+from opie.bot import model
+from opie.bot import planner
+from opie.bot import report
+from opie.bot.sim import backend
+from opie.bot.sim import preemption
+from tests.unit.bot import helpers
+
+
+def _plan(runtimes=(400,) * 4, deadline=2100.0, **kwargs):
+    spot = helpers.flavor('f', gflops=40)
+    return planner.primary_map(helpers.job(runtimes, flavors=[spot],
+                                           deadline=deadline, **kwargs))
+
+
+def _trace(*events):
+    return [preemption.TraceEvent(t, 'f', e) for t, e in events]
+
+
+def _events(result, name):
+    return [r for r in result.records if r['event'] == name]
+
+
+def test_resume_before_mtt_continues_without_migration():
+    plan = _plan()
+    result = backend.run(plan, trace=_trace((300, 'hibernate'),
+                                            (400, 'resume')))
+    (mtt,) = _events(result, 'mtt')
+    assert mtt['mtt'] > 400
+    assert not _events(result, 'task_migrate')
+    (resumed,) = _events(result, 'server_resumed')
+    assert resumed['before_mtt']
+    rep = report.build(result)
+    assert rep['result']['deadline_met']
+    # Boot, two rounds of runs, and the 100 s away.
+    job = plan.job
+    wall = checkpoint.plan_run(job.policy, job.tasks[0], job.flavors['f'],
+                               model.PREEMPTIBLE).wall_s
+    assert rep['result']['makespan_s'] == pytest.approx(180 + 2 * wall + 100)
+
+
+def test_no_resume_migrates_at_mtt_to_a_new_normal_server():
+    result = backend.run(_plan(), trace=_trace((300, 'hibernate')))
+    (mtt,) = _events(result, 'mtt')
+    moves = _events(result, 'task_migrate')
+    assert {m['t'] for m in moves} == {mtt['mtt']}
+    assert {m['via'] for m in moves} <= {'new', 'busy'}
+    assert any(m['via'] == 'new' for m in moves)
+    # The two running tasks had passed their first checkpoint, at 25 %.
+    assert sorted(m['saved'] for m in moves) == [0.0, 0.0, 0.25, 0.25]
+    rep = report.build(result)
+    assert rep['result']['deadline_met']
+    assert rep['counts']['restores'] == 2
+
+
+def test_terminate_migrates_at_once():
+    result = backend.run(_plan(), trace=_trace((300, 'terminate')))
+    moves = _events(result, 'task_migrate')
+    assert moves and {m['t'] for m in moves} == {300}
+    assert report.build(result)['result']['deadline_met']
+
+
+def test_late_hibernation_migrates_at_once_when_mtt_is_past():
+    plan = _plan(runtimes=(400, 400), deadline=1000.0, dspot=800.0)
+    assert plan.makespan < 800
+    result = backend.run(plan, trace=_trace((600, 'hibernate')))
+    (mtt,) = _events(result, 'mtt')
+    assert mtt['mtt'] < mtt['t'] == 600
+    assert {m['t'] for m in _events(result, 'task_migrate')} == {600}
+    assert report.build(result)['result']['deadline_met']
+
+
+def test_resume_after_mtt_makes_an_idle_server_that_steals():
+    # f is lost for good and g comes back after mtt: g is idle and steals
+    # the work queued on the normal server past its allocation cycle.
+    f = helpers.flavor('f', gflops=40)
+    g = helpers.flavor('g', gflops=40)
+    job = helpers.job([300] * 12, flavors=[f, g], deadline=4000.0,
+                      dspot=1400.0)
+    plan = planner.primary_map(job)
+    lost = [preemption.TraceEvent(200, name, 'hibernate')
+            for name in ('f', 'g')]
+    first = backend.run(plan, trace=lost)
+    mtt = max(m['mtt'] for m in _events(first, 'mtt'))
+    trace = lost + [preemption.TraceEvent(mtt + 10, 'g', 'resume')]
+    result = backend.run(plan, trace=trace)
+    (resumed,) = _events(result, 'server_resumed')
+    assert not resumed['before_mtt']
+    steals = _events(result, 'task_steal')
+    assert steals and {s['dst'] for s in steals} == {resumed['server']}
+    rep = report.build(result)
+    assert rep['result']['deadline_met']
+    assert rep['counts']['tasks_stolen'] == len(steals)
+
+
+def test_resume_guard_moves_work_a_long_hibernation_pushed_too_late():
+    plan = _plan(runtimes=(300,) * 8)
+    (mtt,) = _events(backend.run(plan, trace=_trace((250, 'hibernate'))),
+                     'mtt')
+    result = backend.run(plan, trace=_trace((250, 'hibernate'),
+                                            (mtt['mtt'] - 5, 'resume')))
+    assert _events(result, 'resume_guard')
+    assert report.build(result)['result']['deadline_met']
+
+
+def test_binding_limits_are_explained():
+    spot = helpers.flavor('f', gflops=40, limit=1)
+    job = helpers.job([600] * 8, flavors=[spot], dspot=1400.0,
+                      max_normal=1)
+    plan = planner.primary_map(job)
+    result = backend.run(plan, trace=_trace((700, 'terminate')))
+    rep = report.build(result)
+    assert not rep['result']['deadline_met']
+    assert rep['misses']
+    assert any('normal limit of f (1)' in m for m in rep['misses'])
+
+
+def test_nothing_left_to_run_on_is_reported_not_crashed():
+    spot = helpers.flavor('f', gflops=40, limit=1)
+    job = helpers.job([600] * 2, flavors=[spot], dspot=1400.0)
+    plan = planner.primary_map(job.with_limits(0, 1))
+    assert plan.count(model.NORMAL) == 0
+    result = backend.run(plan, trace=_trace((100, 'terminate')))
+    rep = report.build(result)
+    assert not result.finished and not rep['result']['deadline_met']
+    assert any('stranded' in m for m in rep['misses'])
