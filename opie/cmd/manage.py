@@ -1,5 +1,9 @@
 """``opie-manage``: operator commands.
 
+``plan`` (below), ``flavor`` (:mod:`.flavors`), ``provider-config``
+(:mod:`.provider_config`) and ``audit`` (:mod:`.audit`). Bad input always
+ends with a one-line message naming the problem and exit code 2.
+
 ``opie-manage plan`` is a dry run: given a snapshot of the cloud (see
 :mod:`opie.core.snapshot`) and a request, it prints where the request would
 go and which preemptible instances would be killed for it, with every
@@ -10,6 +14,11 @@ import argparse
 import json
 import sys
 
+from opie.cmd import arguments
+from opie.cmd import audit
+from opie.cmd import errors
+from opie.cmd import flavors as flavor_cmd
+from opie.cmd import provider_config
 from opie.core import costs
 from opie.core import resources as res
 from opie.core import scheduling
@@ -17,27 +26,23 @@ from opie.core import snapshot as snapshot_mod
 from opie.core import victims as victims_mod
 
 EXIT_NO_HOST = 1
-EXIT_BAD_INPUT = 2
-
-
-class UsageError(Exception):
-    """Bad input the user can fix; printed without a traceback."""
+NON_NEGATIVE = arguments.whole_number(0)
 
 
 def _plan_parser(subparsers):
     plan = subparsers.add_parser(
         'plan', help='dry run: where would a request go, what would die',
-        description=__doc__.split('\n\n')[1])
+        description=__doc__.split('\n\n')[2])
     plan.add_argument('--snapshot', required=True, metavar='FILE',
                       help='JSON snapshot of hosts, flavors and instances')
     what = plan.add_mutually_exclusive_group(required=True)
     what.add_argument('--flavor', metavar='NAME',
                       help='request one instance of this snapshot flavor')
-    what.add_argument('--vcpus', type=_non_negative, metavar='N',
+    what.add_argument('--vcpus', type=NON_NEGATIVE, metavar='N',
                       help='request this many vCPUs (with --memory-mb and '
                       '--disk-gb)')
-    plan.add_argument('--memory-mb', type=_non_negative, metavar='M')
-    plan.add_argument('--disk-gb', type=_non_negative, metavar='D')
+    plan.add_argument('--memory-mb', type=NON_NEGATIVE, metavar='M')
+    plan.add_argument('--disk-gb', type=NON_NEGATIVE, metavar='D')
     plan.add_argument('--preemptible', action='store_true',
                       help='the request is preemptible (never preempts)')
     plan.add_argument('--cost', default='period', metavar='SPEC',
@@ -52,36 +57,26 @@ def _plan_parser(subparsers):
                       help='score hosts by their cheapest sufficient victim '
                       'set (default) or, as the paper\'s Algorithm 4, by '
                       'all their preemptibles')
-    plan.add_argument('--max-victims', type=_non_negative, metavar='N',
+    plan.add_argument('--max-victims', type=NON_NEGATIVE, metavar='N',
                       help='never preempt more than N instances')
     plan.add_argument('--format', choices=('table', 'json'),
                       default='table')
     plan.set_defaults(func=plan_command)
 
 
-def _non_negative(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            'expected a whole number, got %r' % text) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError('must be >= 0, got %d' % value)
-    return value
-
-
 def _request(args, flavors):
     if args.flavor is not None:
         if args.memory_mb is not None or args.disk_gb is not None:
-            raise UsageError('--memory-mb and --disk-gb go with --vcpus, '
-                             'not with --flavor')
+            raise errors.UsageError('--memory-mb and --disk-gb go with '
+                                    '--vcpus, not with --flavor')
         if args.flavor not in flavors:
-            raise UsageError('unknown flavor %r (the snapshot has: %s)' % (
-                args.flavor, ', '.join(sorted(flavors)) or 'none'))
+            raise errors.UsageError(
+                'unknown flavor %r (the snapshot has: %s)'
+                % (args.flavor, ', '.join(sorted(flavors)) or 'none'))
         wanted = flavors[args.flavor]
     else:
         if args.memory_mb is None or args.disk_gb is None:
-            raise UsageError('--vcpus needs --memory-mb and --disk-gb')
+            raise errors.UsageError('--vcpus needs --memory-mb and --disk-gb')
         wanted = res.Resources(args.vcpus, args.memory_mb, args.disk_gb)
     return scheduling.Request(wanted, args.preemptible)
 
@@ -92,7 +87,7 @@ def plan_command(args):
     try:
         model = costs.load_cost_model(args.cost, args.period_seconds)
     except ValueError as exc:
-        raise UsageError('--cost: %s' % exc) from None
+        raise errors.UsageError('--cost: %s' % exc) from None
     decision = scheduling.schedule(request, snap.hosts, model, snap.now,
                                    args.max_victims, args.ranking)
     if args.format == 'json':
@@ -157,6 +152,9 @@ def build_parser():
     subparsers = parser.add_subparsers(dest='command', required=True,
                                        metavar='COMMAND')
     _plan_parser(subparsers)
+    flavor_cmd.register(subparsers)
+    provider_config.register(subparsers)
+    audit.register(subparsers)
     return parser
 
 
@@ -165,10 +163,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (UsageError, snapshot_mod.SnapshotError) as exc:
+    except (errors.UsageError, snapshot_mod.SnapshotError) as exc:
         print('opie-manage %s: error: %s' % (args.command, exc),
               file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return errors.EXIT_BAD_INPUT
 
 
 if __name__ == '__main__':

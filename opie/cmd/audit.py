@@ -1,0 +1,76 @@
+"""``opie-manage audit``: is OPIE really on, and what to fix if not.
+
+A missed piece silently breaks preemption: a flavor without its resource
+overrides, a compute without the preemptible inventory, the filter left
+out of ``enabled_filters``, the stock ``nova-scheduler`` still running.
+The audit looks at a nova.conf, at a running cloud, or both::
+
+    # on a scheduler or compute host, as Nova reads its files
+    opie-manage audit --config-file /etc/nova/nova.conf [--role compute]
+    # anywhere, with admin credentials
+    opie-manage audit --cloud --os-cloud admin
+
+It prints every problem with the thing at fault and how to fix it. Exit
+codes: 0 nothing wrong, 1 problems found, 2 bad input (the message names
+it).
+"""
+import datetime
+
+from opie.cmd import audit_cloud
+from opie.cmd import audit_conf
+from opie.cmd import cloud
+from opie.cmd import errors
+from opie.cmd import nova_conf
+
+EXIT_PROBLEMS = 1
+ROLES = {'all': (audit_conf.SCHEDULER, audit_conf.COMPUTE),
+         audit_conf.SCHEDULER: (audit_conf.SCHEDULER,),
+         audit_conf.COMPUTE: (audit_conf.COMPUTE,)}
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        'audit', help='check that OPIE is set up right, say how to fix it',
+        description='Check a nova.conf (--config-file) and/or a running '
+        'cloud (--cloud) for what OPIE needs; print each problem with how '
+        'to fix it. Exit codes: 0 nothing wrong, 1 problems found, 2 bad '
+        'input.')
+    parser.add_argument('--config-file', action='append', default=[],
+                        metavar='PATH',
+                        help='nova.conf to check (repeatable: merged in '
+                        'order, as Nova does)')
+    parser.add_argument('--role', choices=sorted(ROLES), default='all',
+                        help='what the host of --config-file runs: '
+                        'scheduler checks filters, weighers, [opie] and '
+                        'the heartbeat; compute the provider config and '
+                        'shelve offload (default: all)')
+    parser.add_argument('--cloud', action='store_true',
+                        help='check flavors and compute nodes through the '
+                        'APIs (implied by --os-cloud)')
+    cloud.add_arguments(parser)
+    parser.set_defaults(func=command)
+
+
+def command(args):
+    use_cloud = args.cloud or args.os_cloud is not None
+    if not args.config_file and not use_cloud:
+        raise errors.UsageError('nothing to audit: give --config-file, '
+                                '--cloud or --os-cloud')
+    found, checked = [], []
+    if args.config_file:
+        conf = nova_conf.load(args.config_file)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        found += audit_conf.check(conf, ROLES[args.role], now)
+        checked.append('%s (%s)' % (', '.join(args.config_file),
+                                    ' and '.join(ROLES[args.role])))
+    if use_cloud:
+        with cloud.errors_as_usage():
+            problems, summary = audit_cloud.audit(cloud.connect(args))
+        found += problems
+        checked.append('cloud: %s' % summary)
+    for problem in found:
+        print(problem)
+    print('%s; checked %s' % (
+        '%d problem%s' % (len(found), '' if len(found) == 1 else 's')
+        if found else 'OK, no problem', '; '.join(checked)))
+    return EXIT_PROBLEMS if found else 0

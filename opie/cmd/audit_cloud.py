@@ -1,0 +1,89 @@
+"""``opie-manage audit --cloud``: what OPIE needs from a running cloud.
+
+Through the compute and Placement APIs: every flavor marked preemptible
+has the right extra specs and nothing preemption cannot free, no flavor
+consumes the preemptible classes unmarked, at least one preemptible flavor
+exists, and every compute node's resource provider has inventory of the
+``CUSTOM_PREEMPTIBLE_*`` classes with the capacity of its standard ones.
+"""
+from opie.cmd import cloud
+from opie.cmd import flavor_spec
+from opie.cmd import problems
+from opie.cmd import provider_config
+from opie.cmd import resource_classes as rc
+
+PROVIDER_CONFIG_FIX = (
+    'on %s: opie-manage provider-config --config-file /etc/nova/nova.conf '
+    '--output /etc/nova/provider_config/opie.yaml, then restart '
+    'nova-compute')
+
+
+def check_flavors(flavors):
+    """Problems of a cloud's flavors (:class:`~flavor_spec.Flavor`)."""
+    found = []
+    for flavor in flavors:
+        found += flavor_spec.check(flavor)
+    if not any(rc.is_preemptible(f.extra_specs) for f in flavors):
+        found.append(problems.Problem(
+            'flavors', 'none is marked %s=true, so nobody can start a '
+            'preemptible server' % rc.PREEMPTIBLE_SPEC,
+            'opie-manage flavor create-preemptible NORMAL_FLAVOR'))
+    return found
+
+
+def capacity(inventory):
+    """Placement's capacity of one inventory."""
+    defaults = provider_config.INVENTORY_DEFAULTS
+    return ((inventory['total']
+             - inventory.get('reserved', defaults['reserved']))
+            * inventory.get('allocation_ratio',
+                            defaults['allocation_ratio']))
+
+
+def check_inventories(node, inventories):
+    """Problems of one compute node's inventories ({class: inventory},
+    None when Placement has no provider for it)."""
+    subject = 'compute node %s' % node
+    if inventories is None:
+        return [problems.Problem(
+            subject, 'has no resource provider in Placement',
+            'check that nova-compute on %s runs and reports to Placement'
+            % node)]
+    if rc.STANDARD.vcpus not in inventories:
+        return []  # not a host of virtual machines (e.g. Ironic)
+    fix = PROVIDER_CONFIG_FIX % node
+    missing = [name for name in rc.CUSTOM if name not in inventories]
+    if missing:
+        return [problems.Problem(
+            subject, 'has no inventory of %s, so preemptible servers cannot '
+            'be placed there' % ', '.join(missing), fix)]
+    found = []
+    for standard, custom in zip(rc.STANDARD, rc.CUSTOM):
+        if standard not in inventories:
+            continue
+        have = capacity(inventories[custom])
+        want = capacity(inventories[standard])
+        if have != want:
+            found.append(problems.Problem(
+                subject,
+                '%s capacity is %g but %s capacity is %g, so preemptible '
+                'servers can use %s than the host' % (
+                    custom, have, standard, want,
+                    'less' if have < want else 'more'),
+                fix))
+    return found
+
+
+def audit(conn):
+    """Problems of the cloud behind ``conn`` (a :class:`~cloud.Cloud`),
+    and a line saying what was checked."""
+    flavors = [cloud.flavor_of(f) for f in conn.flavors()]
+    found = check_flavors(flavors)
+    nodes = conn.compute_nodes()
+    for node in nodes:
+        found += check_inventories(node.hypervisor_hostname,
+                                   conn.inventories(node.id))
+    checked = '%d flavors (%d preemptible), %d compute nodes' % (
+        len(flavors), sum(rc.is_preemptible(f.extra_specs)
+                          for f in flavors), len(nodes))
+    return found, checked

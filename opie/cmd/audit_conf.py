@@ -1,0 +1,240 @@
+"""``opie-manage audit --config-file``: what OPIE needs from nova.conf.
+
+A scheduler host needs OPIE's filter and weighers enabled, usable
+``[opie]`` options, and ``opie-scheduler`` running in place of
+``nova-scheduler``, which only its heartbeat file shows (the service
+record keeps Nova's name). A compute host needs a provider config giving
+it ``CUSTOM_PREEMPTIBLE_*`` inventory and, in shelve mode, to offload
+shelved instances at once. Each check returns a list of
+:class:`~problems.Problem`.
+"""
+import datetime
+import glob
+import os
+
+import yaml
+
+from opie.cmd import nova_conf
+from opie.cmd import problems
+from opie.cmd import provider_config
+from opie.cmd import resource_classes as rc
+from opie.nova import conf as opie_conf
+from opie.nova import heartbeat
+
+SCHEDULER = 'scheduler'
+COMPUTE = 'compute'
+FILTER_PATH = 'opie.nova.filters.PreemptibleFilter'
+FILTER_NAME = FILTER_PATH.rpartition('.')[2]
+WEIGHERS = ('opie.nova.weights.overcommit.OvercommitWeigher',
+            'opie.nova.weights.preemption_cost.PreemptionCostWeigher')
+RESTART = 'then restart opie-scheduler'
+
+
+def check(conf, roles, now):
+    """Problems of a parsed nova.conf for the given host roles."""
+    found = []
+    if SCHEDULER in roles:
+        for scheduler_check in (_filter, _weighers, _multipliers,
+                                _subset_size, _opie_group):
+            found += scheduler_check(conf)
+        found += _heartbeat(conf, now)
+    if COMPUTE in roles:
+        found += _provider_config(conf) + _shelve_offload(conf)
+    return found
+
+
+def _option(group, name):
+    return 'nova.conf [%s] %s' % (group, name)
+
+
+def _filter(conf):
+    found = []
+    available = conf.filter_scheduler.available_filters
+    if FILTER_PATH not in available:
+        found.append(problems.Problem(
+            _option('filter_scheduler', 'available_filters'),
+            '%s is not loaded (available_filters: %s)' % (
+                FILTER_PATH, ', '.join(available) or 'none'),
+            'add the line "available_filters = %s" to [filter_scheduler] '
+            '(keep the existing lines), %s' % (FILTER_PATH, RESTART)))
+    enabled = conf.filter_scheduler.enabled_filters
+    if FILTER_NAME not in enabled:
+        found.append(problems.Problem(
+            _option('filter_scheduler', 'enabled_filters'),
+            '%s is not enabled, so nothing checks that a host can make '
+            'room: normal requests never preempt and preemptible ones '
+            'overcommit hosts' % FILTER_NAME,
+            'append %s to enabled_filters, %s' % (FILTER_NAME, RESTART)))
+    return found
+
+
+def _weighers(conf):
+    missing = [w for w in WEIGHERS
+               if w not in conf.filter_scheduler.weight_classes]
+    if not missing:
+        return []
+    return [problems.Problem(
+        _option('filter_scheduler', 'weight_classes'),
+        '%s missing, so hosts are not ranked by whether the request fits '
+        'and by what preemption would cost' % ' and '.join(missing),
+        'set weight_classes = %s, %s' % (
+            ','.join(conf.filter_scheduler.weight_classes + missing),
+            RESTART))]
+
+
+def _multipliers(conf):
+    if conf.opie.overcommit_weight_multiplier > 0:
+        return []
+    return [problems.Problem(
+        _option('opie', 'overcommit_weight_multiplier'),
+        'is %g, so a host that needs preemption can win over a host with '
+        'free room' % conf.opie.overcommit_weight_multiplier,
+        'remove the option (default 1000) or make it larger than the sum '
+        'of the other weighers\' multipliers, %s' % RESTART)]
+
+
+def _subset_size(conf):
+    size = conf.filter_scheduler.host_subset_size
+    if size <= 1:
+        return []
+    return [problems.Problem(
+        _option('filter_scheduler', 'host_subset_size'),
+        'is %d: Nova picks at random among the %d best hosts, so it may '
+        'preempt while a host with free room exists' % (size, size),
+        'set host_subset_size = 1, %s' % RESTART)]
+
+
+def _opie_group(conf):
+    try:
+        settings = opie_conf.load_settings(conf)
+    except opie_conf.ConfigError as exc:
+        return [problems.Problem('nova.conf [opie]', str(exc),
+                                 'correct the value, %s' % RESTART)]
+    if (settings.termination_mode == opie_conf.SHELVE
+            and not conf.opie.auth_type):
+        return [problems.Problem(
+            _option('opie', 'auth_type'),
+            'termination_mode = shelve needs service user credentials '
+            '(shelving snapshots to Glance), but none are set',
+            'set auth_type = password, auth_url, username, password, '
+            'project_name and the domains of a service user in [opie], '
+            '%s' % RESTART)]
+    return []
+
+
+def _heartbeat(conf, now):
+    path, interval = conf.opie.heartbeat_path, conf.opie.heartbeat_interval
+    subject = 'opie-scheduler on this host'
+    beat = heartbeat.read(path)
+    if beat is None:
+        return [problems.Problem(
+            subject,
+            'no heartbeat in %s: the OPIE scheduler manager is not running, '
+            'so no request preempts anything' % path,
+            'run opie-scheduler instead of nova-scheduler, with the same '
+            'arguments (or audit with --role compute on hosts without a '
+            'scheduler)')]
+    try:
+        age = (now - datetime.datetime.fromisoformat(beat['time'])
+               ).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        return [problems.Problem(
+            subject, 'heartbeat %s has no valid "time"' % path,
+            'restart opie-scheduler; if it persists, it is not the '
+            'version this opie-manage expects')]
+    # The heartbeat module's contract: alive if less than two intervals
+    # old.
+    if age >= 2 * interval:
+        return [problems.Problem(
+            subject,
+            'last heartbeat in %s is %d s old (interval %d s): '
+            'opie-scheduler stopped or hangs' % (path, age, interval),
+            'look at the opie-scheduler log and restart it')]
+    return _running_settings(conf, beat.get('settings') or {}, path)
+
+
+def _running_settings(conf, running, path):
+    """What the running scheduler uses against what nova.conf says."""
+    try:
+        settings = opie_conf.load_settings(conf)
+    except opie_conf.ConfigError:
+        return []  # already reported by _opie_group
+    found = []
+    for name, configured in (('termination_mode', settings.termination_mode),
+                             ('costs', str(settings.cost_model))):
+        if name in running and running[name] != configured:
+            found.append(problems.Problem(
+                'opie-scheduler on this host',
+                'runs with %s = %s (heartbeat %s) but nova.conf says %s' % (
+                    name, running[name], path, configured),
+                'restart opie-scheduler to apply nova.conf'))
+    return found
+
+
+def _provider_config(conf):
+    directory = conf.compute.provider_config_location
+    subject = 'provider config %s' % directory
+    fix = ('opie-manage provider-config %s --output %s, then restart '
+           'nova-compute' % (
+               ' '.join('--config-file %s' % p for p in conf.config_file),
+               os.path.join(directory, 'opie.yaml')))
+    found, inventories = [], {}
+    for path in sorted(glob.glob(os.path.join(directory, '*.yaml'))):
+        try:
+            with open(path, encoding='utf-8') as f:
+                document = yaml.safe_load(f)
+        except (OSError, yaml.YAMLError) as exc:
+            found.append(problems.Problem(
+                'provider config %s' % path,
+                'cannot be read (%s): nova-compute will not start' % (
+                    ' '.join(str(exc).split())),
+                'fix or remove the file, or regenerate it: ' + fix))
+            continue
+        inventories.update(provider_config.custom_inventories(document))
+    missing = [name for name in rc.CUSTOM if name not in inventories]
+    if missing:
+        found.append(problems.Problem(
+            subject,
+            'gives no inventory of %s, so preemptible servers cannot be '
+            'placed on this compute' % ', '.join(missing), fix))
+    return found + _stale_inventory(conf, inventories, subject, fix)
+
+
+def _stale_inventory(conf, inventories, subject, fix):
+    """Reserved amounts and explicit ratios of nova.conf against those the
+    provider config copied when it was written."""
+    found = []
+    ratios = nova_conf.allocation_ratios(conf)
+    for name, kind, ratio, held in zip(rc.CUSTOM, ('cpu', 'ram', 'disk'),
+                                       ratios, nova_conf.reserved(conf)):
+        inventory = inventories.get(name)
+        if not isinstance(inventory, dict):
+            continue
+        wanted = {'reserved': held}
+        # A ratio left unset in nova.conf may be managed in Placement.
+        if getattr(conf, '%s_allocation_ratio' % kind):
+            wanted['allocation_ratio'] = ratio
+        for field, value in wanted.items():
+            written = inventory.get(field,
+                                    provider_config.INVENTORY_DEFAULTS[field])
+            if written != value:
+                found.append(problems.Problem(
+                    subject,
+                    '%s has %s %s but nova.conf gives the standard class %s'
+                    % (name, field, written, value), fix))
+    return found
+
+
+def _shelve_offload(conf):
+    if (conf.opie.termination_mode != opie_conf.SHELVE
+            or conf.shelved_offload_time == 0):
+        return []
+    return [problems.Problem(
+        _option('DEFAULT', 'shelved_offload_time'),
+        'is %d while [opie] termination_mode = shelve: a shelved victim '
+        'keeps its room on the host %s, so the request that preempted it '
+        'does not fit' % (conf.shelved_offload_time,
+                          'forever' if conf.shelved_offload_time < 0
+                          else 'for %d s' % conf.shelved_offload_time),
+        'set shelved_offload_time = 0 on every compute, then restart '
+        'nova-compute')]

@@ -1,0 +1,126 @@
+"""Connecting ``opie-manage`` to a cloud: clouds.yaml or ``OS_*``.
+
+``--os-cloud NAME`` (or ``OS_CLOUD``) picks a cloud of clouds.yaml;
+without one, the usual ``OS_AUTH_URL``, ``OS_USERNAME``, ... variables are
+used, as by the ``openstack`` client. openstacksdk's config loader reads
+them and makes the keystoneauth1 session; Nova is called through
+python-novaclient, Placement through a keystoneauth1 adapter. The
+commands need admin credentials: flavors are admin-owned, and hypervisors
+and resource providers admin-only.
+"""
+import contextlib
+
+from keystoneauth1 import adapter
+from keystoneauth1 import exceptions as ks_exceptions
+from novaclient import client as nova_client
+from novaclient import exceptions as nova_exceptions
+import openstack.config
+from openstack import exceptions as sdk_exceptions
+
+from opie.cmd import errors
+from opie.cmd import flavor_spec
+
+# 2.53: hypervisor ids are compute node (= resource provider) uuids;
+# 2.55: flavor descriptions; 2.61: extra specs in flavor listings.
+COMPUTE_API_VERSION = '2.61'
+
+
+def add_arguments(parser):
+    group = parser.add_argument_group('cloud connection')
+    group.add_argument('--os-cloud', metavar='NAME',
+                       help='cloud of clouds.yaml (default: $OS_CLOUD, '
+                       'else the OS_* variables)')
+    group.add_argument('--os-region-name', metavar='REGION',
+                       help='region (default: the cloud\'s)')
+
+
+class Cloud:
+    """Clients for Nova (novaclient) and Placement on one session.
+
+    ``services`` maps a service type to the keystoneauth endpoint
+    arguments (``region_name``, ``interface``, ``endpoint_override``) of
+    that service; by default the session's auth plugin finds it.
+    """
+
+    def __init__(self, session, services=None):
+        services = services or {}
+        compute = dict(services.get('compute', {}))
+        compute['endpoint_type'] = compute.pop('interface', None) or 'public'
+        self.nova = nova_client.Client(COMPUTE_API_VERSION, session=session,
+                                       **compute)
+        self.placement = adapter.Adapter(session, service_type='placement',
+                                         **services.get('placement', {}))
+
+    def flavors(self):
+        """Every flavor, public or private."""
+        return self.nova.flavors.list(is_public=None)
+
+    def find_flavor(self, name_or_id):
+        """The flavor with this id, else the one with this name, or
+        None."""
+        try:
+            return self.nova.flavors.get(name_or_id)
+        except nova_exceptions.NotFound:
+            pass
+        named = [f for f in self.flavors() if f.name == name_or_id]
+        if len(named) > 1:
+            raise errors.UsageError(
+                '%d flavors are named %r: give the id instead' % (
+                    len(named), name_or_id))
+        return named[0] if named else None
+
+    def compute_nodes(self):
+        """Every compute node (hypervisor) of every cell."""
+        return self.nova.hypervisors.list(detailed=False)
+
+    def inventories(self, provider_uuid):
+        """{resource class: inventory} of a resource provider, or None if
+        Placement does not know it."""
+        try:
+            response = self.placement.get(
+                '/resource_providers/%s/inventories' % provider_uuid)
+        except ks_exceptions.NotFound:
+            return None
+        return response.json()['inventories']
+
+
+@contextlib.contextmanager
+def errors_as_usage():
+    """Turn what a cloud can answer (unreachable, refused credentials,
+    missing rights) into a one-line :class:`~errors.UsageError`."""
+    try:
+        yield
+    except sdk_exceptions.ConfigException as exc:
+        raise errors.UsageError('cloud configuration: %s' % exc) from None
+    except ks_exceptions.MissingRequiredOptions as exc:
+        raise errors.UsageError(
+            'no cloud credentials (%s): give --os-cloud, or set OS_CLOUD '
+            'or the OS_AUTH_URL, OS_USERNAME, ... variables' % exc) from None
+    except (ks_exceptions.ClientException,
+            nova_exceptions.ClientException) as exc:
+        raise errors.UsageError('cloud: %s' % ' '.join(
+            str(exc).split())) from None
+
+
+def connect(args):
+    """The :class:`Cloud` the ``--os-*`` arguments (or OS_*) point to."""
+    with errors_as_usage():
+        region = openstack.config.OpenStackConfig().get_one(
+            cloud=args.os_cloud, region_name=args.os_region_name)
+        return Cloud(region.get_session(), {
+            service: {'region_name': region.get_region_name(service),
+                      'interface': region.get_interface(service),
+                      'endpoint_override': region.get_endpoint(service)}
+            for service in ('compute', 'placement')})
+
+
+def flavor_of(flavor):
+    """A novaclient flavor as a :class:`~flavor_spec.Flavor`."""
+    extra_specs = getattr(flavor, 'extra_specs', None)
+    if extra_specs is None:
+        extra_specs = flavor.get_keys()
+    return flavor_spec.Flavor(
+        name=flavor.name, vcpus=flavor.vcpus, memory_mb=flavor.ram,
+        root_gb=flavor.disk, ephemeral_gb=flavor.ephemeral or 0,
+        # Before microversion 2.75 Nova shows no swap as ''.
+        swap_mb=flavor.swap or 0, extra_specs=dict(extra_specs))

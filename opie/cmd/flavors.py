@@ -1,0 +1,116 @@
+"""``opie-manage flavor``: preemptible flavors.
+
+``opie-manage flavor create-preemptible NORMAL_FLAVOR [--name NAME]``
+creates the preemptible twin of a normal flavor: the same size, public or
+private to the same projects, the normal flavor's extra specs, plus
+``opie:preemptible=true`` and resource overrides that move what it asks of
+Placement from VCPU, MEMORY_MB and DISK_GB to the ``CUSTOM_PREEMPTIBLE_*``
+classes::
+
+    opie-manage flavor create-preemptible m1.small --os-cloud admin
+    # -> m1.small-preemptible
+
+Running it again is harmless: an existing flavor of that name that is
+already the right preemptible twin is left as it is; any other is an
+error. Flavors that ask for what preemption cannot free (pinned CPUs, PCI
+devices) are refused.
+"""
+from opie.cmd import cloud
+from opie.cmd import errors
+from opie.cmd import flavor_spec
+from opie.cmd import resource_classes as rc
+
+SUFFIX = '-preemptible'
+
+
+def register(subparsers):
+    flavor = subparsers.add_parser('flavor', help='preemptible flavors')
+    actions = flavor.add_subparsers(dest='action', required=True,
+                                    metavar='ACTION')
+    create = actions.add_parser(
+        'create-preemptible',
+        help='create the preemptible twin of a normal flavor',
+        description='Create the preemptible twin of NORMAL_FLAVOR: same '
+        'size, access and extra specs, plus %s=true and its VCPU, '
+        'MEMORY_MB and DISK_GB requested as CUSTOM_PREEMPTIBLE_* instead. '
+        'An existing flavor of that name that already is the right twin is '
+        'left unchanged.' % rc.PREEMPTIBLE_SPEC)
+    create.add_argument('normal', metavar='NORMAL_FLAVOR',
+                        help='name or id of the normal flavor')
+    create.add_argument('--name',
+                        help='name of the new flavor (default: '
+                        'NORMAL_FLAVOR%s)' % SUFFIX)
+    create.add_argument('--description',
+                        help='description of the new flavor (default: '
+                        'that of the normal one)')
+    cloud.add_arguments(create)
+    create.set_defaults(func=create_command)
+
+
+def twin_specs(normal):
+    """Extra specs of the preemptible twin of the flavor ``normal``."""
+    if rc.is_preemptible(normal.extra_specs):
+        raise errors.UsageError('flavor %s is already preemptible'
+                                % normal.name)
+    refused = flavor_spec.unsupported_problems(normal)
+    if refused:
+        raise errors.UsageError('cannot make %s preemptible: %s' % (
+            normal.name, '; '.join(p.message for p in refused)))
+    specs = dict(normal.extra_specs)
+    specs.update(flavor_spec.preemptible_specs(normal))
+    return specs
+
+
+def create_command(args):
+    with cloud.errors_as_usage():
+        conn = cloud.connect(args)
+        source = conn.find_flavor(args.normal)
+        if source is None:
+            raise errors.UsageError('no flavor with name or id %r'
+                                    % args.normal)
+        normal = cloud.flavor_of(source)
+        specs = twin_specs(normal)
+        name = args.name or normal.name + SUFFIX
+        existing = conn.find_flavor(name)
+        if existing is not None:
+            return _existing(normal, cloud.flavor_of(existing),
+                             existing.id)
+        created = _create(conn, source, name, specs, args.description)
+    print('created flavor %s (id %s): %s'
+          % (name, created.id, normal.size()))
+    for key in sorted(specs):
+        print('  %s=%s' % (key, specs[key]))
+    return 0
+
+
+def _existing(normal, twin, flavor_id):
+    same_size = twin.size() == normal.size()
+    if same_size and not flavor_spec.check(twin) and rc.is_preemptible(
+            twin.extra_specs):
+        print('flavor %s (id %s) is already the preemptible twin of %s: '
+              'left unchanged' % (twin.name, flavor_id, normal.name))
+        return 0
+    raise errors.UsageError(
+        'flavor %s already exists and is not a preemptible flavor of %s: '
+        'choose another --name, or delete it first'
+        % (twin.name, normal.size()))
+
+
+def _create(conn, source, name, specs, description):
+    created = conn.nova.flavors.create(
+        name, source.ram, source.vcpus, source.disk, flavorid='auto',
+        ephemeral=source.ephemeral or 0, swap=source.swap or 0,
+        is_public=source.is_public,
+        description=description or source.description)
+    try:
+        created.set_keys(specs)
+        if not source.is_public:
+            for access in conn.nova.flavor_access.list(flavor=source):
+                conn.nova.flavor_access.add_tenant_access(
+                    created, access.tenant_id)
+    except BaseException:
+        # A flavor left without its extra specs would be a normal flavor
+        # with a preemptible name.
+        conn.nova.flavors.delete(created)
+        raise
+    return created

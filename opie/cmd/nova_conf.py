@@ -1,0 +1,118 @@
+"""Reading nova.conf without Nova: the options OPIE's tools look at.
+
+``opie-manage provider-config`` reads a compute's allocation ratios and
+reserved amounts from it, ``opie-manage audit`` the scheduler's filters and
+weighers, the ``[opie]`` group and the computes' shelve and provider config
+settings. Files are read as Nova reads them (oslo.config: several
+``--config-file`` merged in order, ``$state_path`` interpolation, repeated
+``available_filters`` lines). The few Nova options needed are declared
+here with Nova's defaults, so the tools run on hosts without Nova; the
+``[opie]`` group is the scheduler plugin's own declaration.
+"""
+import importlib.util
+import math
+import os
+
+from oslo_config import cfg
+
+from opie.cmd import errors
+from opie.core import resources as res
+from opie.nova import conf as opie_conf
+
+
+def _nova_pybasedir():
+    """Nova's default ``pybasedir``: where the nova package is installed,
+    found without importing it ('' if Nova is not installed here)."""
+    spec = importlib.util.find_spec('nova')
+    if spec is None or not spec.origin:
+        return ''
+    return os.path.dirname(os.path.dirname(spec.origin))
+
+
+# Declarations copied from nova/conf (nova 34); a unit test checks that the
+# types and defaults still match Nova's when Nova is installed.
+DEFAULT_OPTS = [
+    cfg.StrOpt('pybasedir', default=_nova_pybasedir()),
+    cfg.StrOpt('state_path', default='$pybasedir'),
+    cfg.StrOpt('instances_path', default='$state_path/instances'),
+    cfg.FloatOpt('cpu_allocation_ratio'),
+    cfg.FloatOpt('ram_allocation_ratio'),
+    cfg.FloatOpt('disk_allocation_ratio'),
+    cfg.FloatOpt('initial_cpu_allocation_ratio', default=4.0),
+    cfg.FloatOpt('initial_ram_allocation_ratio', default=1.0),
+    cfg.FloatOpt('initial_disk_allocation_ratio', default=1.0),
+    cfg.IntOpt('reserved_host_cpus', default=0),
+    cfg.IntOpt('reserved_host_memory_mb', default=512),
+    cfg.IntOpt('reserved_host_disk_mb', default=0),
+    cfg.IntOpt('shelved_offload_time', default=0),
+]
+FILTER_SCHEDULER_OPTS = [
+    cfg.MultiStrOpt('available_filters',
+                    default=['nova.scheduler.filters.all_filters']),
+    cfg.ListOpt('enabled_filters',
+                default=['ComputeFilter', 'ComputeCapabilitiesFilter',
+                         'ImagePropertiesFilter',
+                         'ServerGroupAntiAffinityFilter',
+                         'ServerGroupAffinityFilter']),
+    cfg.ListOpt('weight_classes',
+                default=['nova.scheduler.weights.all_weighers']),
+    cfg.IntOpt('host_subset_size', default=1),
+]
+COMPUTE_OPTS = [
+    cfg.StrOpt('provider_config_location',
+               default='/etc/nova/provider_config/'),
+]
+OPTS = {None: DEFAULT_OPTS, 'filter_scheduler': FILTER_SCHEDULER_OPTS,
+        'compute': COMPUTE_OPTS}
+
+
+def load(paths):
+    """Parse the nova.conf files ``paths`` (in order, later ones win).
+
+    Returns an oslo.config ``ConfigOpts``; every value has been read once,
+    so a malformed file or value raises :class:`~errors.UsageError` here,
+    naming it, and never later.
+    """
+    conf = cfg.ConfigOpts()
+    for group, opts in OPTS.items():
+        conf.register_opts(opts, group=group)
+    opie_conf.register_opts(conf)
+    args = []
+    for path in paths:
+        args += ['--config-file', path]
+    try:
+        conf(args, project='nova', default_config_files=[],
+             default_config_dirs=[], use_env=False)
+    except cfg.Error as exc:
+        raise errors.UsageError(' '.join(str(exc).split())) from None
+    groups = dict(OPTS, **{opie_conf.GROUP_NAME: opie_conf.opie_opts})
+    for group, opts in groups.items():
+        values = conf if group is None else conf[group]
+        for opt in opts:
+            try:
+                getattr(values, opt.dest)
+            except cfg.Error as exc:
+                # oslo.config names the file by an internal location
+                # object; keep only the reason.
+                reason = str(exc).rpartition('is not valid: ')[2]
+                raise errors.UsageError('%s: [%s] %s: %s' % (
+                    ', '.join(paths), group or 'DEFAULT', opt.dest,
+                    reason)) from None
+    return conf
+
+
+def allocation_ratios(conf):
+    """The ratios a new compute node's inventory gets, as Nova sets them:
+    ``*_allocation_ratio`` if set (0 counts as unset), else the
+    ``initial_*`` one."""
+    return res.Resources(*(
+        getattr(conf, '%s_allocation_ratio' % kind)
+        or getattr(conf, 'initial_%s_allocation_ratio' % kind)
+        for kind in ('cpu', 'ram', 'disk')))
+
+
+def reserved(conf):
+    """Reserved amounts as Nova reports them (disk rounded up to GB)."""
+    return res.Resources(conf.reserved_host_cpus,
+                         conf.reserved_host_memory_mb,
+                         math.ceil(conf.reserved_host_disk_mb / 1024))

@@ -1,0 +1,33 @@
+"""The contract that makes a flavor preemptible (design A).
+
+A preemptible flavor carries the extra spec ``opie:preemptible=true``, asks
+Placement for nothing of the standard classes and as much of the
+``CUSTOM_PREEMPTIBLE_*`` classes instead; every compute node has inventory
+of those classes. ``opie-manage flavor``, ``provider-config`` and ``audit``
+all build or check this contract, so its names live here, away from Nova.
+"""
+from opie.core import resources as res
+
+PREEMPTIBLE_SPEC = 'opie:preemptible'
+STANDARD = res.Resources('VCPU', 'MEMORY_MB', 'DISK_GB')
+CUSTOM = res.Resources('CUSTOM_PREEMPTIBLE_VCPU',
+                       'CUSTOM_PREEMPTIBLE_MEMORY_MB',
+                       'CUSTOM_PREEMPTIBLE_DISK_GB')
+# The values the scheduler plugin reads as "preemptible"; anything else but
+# the FALSE ones is a typo the audit reports.
+TRUE_VALUES = ('true', '1', 'yes')
+FALSE_VALUES = ('false', '0', 'no', '')
+
+
+def spec_value(extra_specs):
+    """``opie:preemptible`` normalised: lower case, no surrounding space."""
+    return str(extra_specs.get(PREEMPTIBLE_SPEC, '')).strip().lower()
+
+
+def is_preemptible(extra_specs):
+    return spec_value(extra_specs) in TRUE_VALUES
+
+
+def resources_key(resource_class):
+    """The flavor extra spec that requests ``resource_class``."""
+    return 'resources:%s' % resource_class

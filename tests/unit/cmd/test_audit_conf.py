@@ -1,0 +1,267 @@
+"""``opie-manage audit --config-file``: each broken nova.conf, named."""
+import datetime
+import importlib
+import os
+
+import pytest
+
+from opie.cmd import audit_conf
+from opie.cmd import manage
+from opie.cmd import nova_conf
+from opie.cmd import provider_config
+from opie.core import resources as res
+from opie.nova import conf as opie_conf
+from opie.nova import heartbeat
+
+GOOD = """\
+[DEFAULT]
+state_path = {tmp}
+[filter_scheduler]
+available_filters = nova.scheduler.filters.all_filters
+available_filters = opie.nova.filters.PreemptibleFilter
+enabled_filters = ComputeFilter,PreemptibleFilter
+weight_classes = nova.scheduler.weights.all_weighers,
+    opie.nova.weights.overcommit.OvercommitWeigher,
+    opie.nova.weights.preemption_cost.PreemptionCostWeigher
+[compute]
+provider_config_location = {tmp}/provider_config
+[opie]
+"""
+SHELVE = """
+termination_mode = shelve
+auth_type = password
+"""
+BOTH = audit_conf.SCHEDULER, audit_conf.COMPUTE
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+class Host:
+    """A scheduler and compute host in a temporary directory."""
+
+    def __init__(self, tmp_path):
+        self.tmp = tmp_path
+        self.conf_path = tmp_path / 'nova.conf'
+        self.write_conf('')
+        conf = nova_conf.load([str(self.conf_path)])
+        total = res.Resources(8, 16384, 100)
+        text = provider_config.dump(
+            provider_config.build(total, nova_conf.allocation_ratios(conf),
+                                  nova_conf.reserved(conf)),
+            total, nova_conf.allocation_ratios(conf),
+            nova_conf.reserved(conf))
+        self.provider_yaml = tmp_path / 'provider_config' / 'opie.yaml'
+        self.provider_yaml.parent.mkdir()
+        self.provider_yaml.write_text(text)
+        self.beat(conf)
+
+    def write_conf(self, extra, drop=None):
+        good = GOOD.format(tmp=self.tmp)
+        if drop is not None:
+            good = good.replace(drop + '\n', '')
+        self.conf_path.write_text(good + extra)
+
+    def beat(self, conf):
+        heartbeat.beat(conf.opie.heartbeat_path, 'sched-1',
+                       conf.opie.heartbeat_interval,
+                       opie_conf.load_settings(conf))
+
+    def restart_scheduler(self):
+        """Beat as a scheduler started with the current nova.conf would
+        (one with a bad [opie] group does not start)."""
+        conf = nova_conf.load([str(self.conf_path)])
+        try:
+            self.beat(conf)
+        except opie_conf.ConfigError:
+            pass
+
+    def check(self, roles=BOTH, now=None):
+        conf = nova_conf.load([str(self.conf_path)])
+        return audit_conf.check(conf, roles, now or _now())
+
+
+@pytest.fixture
+def host(tmp_path):
+    return Host(tmp_path)
+
+
+def test_a_correct_host_has_no_problem(host):
+    print(host.conf_path.read_text())
+    print(host.provider_yaml.read_text())
+
+    assert host.check() == []
+
+
+def test_shelve_mode_done_right_has_no_problem(host):
+    host.write_conf(SHELVE)
+    host.restart_scheduler()
+
+    assert host.check() == []
+
+
+@pytest.mark.parametrize('extra, subject, message', [
+    ('[filter_scheduler]\nenabled_filters = ComputeFilter\n',
+     'nova.conf [filter_scheduler] enabled_filters',
+     'PreemptibleFilter is not enabled'),
+    ('[filter_scheduler]\nweight_classes = '
+     'opie.nova.weights.overcommit.OvercommitWeigher\n',
+     'nova.conf [filter_scheduler] weight_classes',
+     'opie.nova.weights.preemption_cost.PreemptionCostWeigher missing'),
+    ('overcommit_weight_multiplier = 0\n',
+     'nova.conf [opie] overcommit_weight_multiplier',
+     'is 0, so a host that needs preemption can win'),
+    ('[filter_scheduler]\nhost_subset_size = 3\n',
+     'nova.conf [filter_scheduler] host_subset_size',
+     'Nova picks at random among the 3 best hosts'),
+    ('costs = period,bogus=2\n', 'nova.conf [opie]',
+     "[opie] costs = period,bogus=2: unknown cost plugin 'bogus'"),
+    ('termination_mode = shelve\n', 'nova.conf [opie] auth_type',
+     'termination_mode = shelve needs service user credentials'),
+    (SHELVE + '[DEFAULT]\nshelved_offload_time = -1\n',
+     'nova.conf [DEFAULT] shelved_offload_time',
+     'is -1 while [opie] termination_mode = shelve: a shelved victim keeps '
+     'its room on the host forever'),
+    ('[DEFAULT]\nreserved_host_memory_mb = 2048\n',
+     'provider config {tmp}/provider_config',
+     'CUSTOM_PREEMPTIBLE_MEMORY_MB has reserved 512 but nova.conf gives the '
+     'standard class 2048'),
+    ('[DEFAULT]\ncpu_allocation_ratio = 16\n',
+     'provider config {tmp}/provider_config',
+     'CUSTOM_PREEMPTIBLE_VCPU has allocation_ratio 4.0 but nova.conf gives '
+     'the standard class 16.0'),
+    ('[compute]\nprovider_config_location = /nonexistent\n',
+     'provider config /nonexistent',
+     'gives no inventory of CUSTOM_PREEMPTIBLE_VCPU, '
+     'CUSTOM_PREEMPTIBLE_MEMORY_MB, CUSTOM_PREEMPTIBLE_DISK_GB'),
+])
+def test_each_broken_setting_is_named(host, extra, subject, message):
+    host.write_conf(extra)
+    host.restart_scheduler()
+
+    found = host.check()
+
+    print('\n'.join(map(str, found)))
+    assert [(p.subject, message in p.message) for p in found] == [
+        (subject.format(tmp=host.tmp), True)]
+
+
+def test_a_filter_that_is_not_loaded_is_named(host):
+    host.write_conf('', drop='available_filters = '
+                    'opie.nova.filters.PreemptibleFilter')
+
+    [problem] = host.check()
+
+    assert problem.subject == 'nova.conf [filter_scheduler] available_filters'
+    assert problem.message == (
+        'opie.nova.filters.PreemptibleFilter is not loaded '
+        '(available_filters: nova.scheduler.filters.all_filters)')
+    assert problem.fix.startswith('add the line "available_filters = '
+                                  'opie.nova.filters.PreemptibleFilter"')
+
+
+def test_a_broken_provider_config_file_is_named(host):
+    host.provider_yaml.write_text('providers: [\n')
+
+    [problem, missing] = host.check()
+
+    assert problem.subject == 'provider config %s' % host.provider_yaml
+    assert 'cannot be read' in problem.message
+    assert 'nova-compute will not start' in problem.message
+    assert 'gives no inventory of' in missing.message
+
+
+def test_no_heartbeat_means_the_stock_scheduler(host):
+    os.unlink(host.tmp / 'opie-scheduler.heartbeat')
+
+    [problem] = host.check()
+
+    assert problem.subject == 'opie-scheduler on this host'
+    assert ('no heartbeat in %s/opie-scheduler.heartbeat: the OPIE scheduler '
+            'manager is not running' % host.tmp) in problem.message
+    assert 'run opie-scheduler instead of nova-scheduler' in problem.fix
+
+
+def test_a_stale_heartbeat_is_reported(host):
+    later = _now() + datetime.timedelta(seconds=61)
+
+    [problem] = host.check(now=later)
+
+    assert 'is 61 s old (interval 30 s)' in problem.message
+
+
+def test_a_heartbeat_under_two_intervals_old_is_fine(host):
+    assert host.check(now=_now() + datetime.timedelta(seconds=55)) == []
+
+
+def test_a_scheduler_not_restarted_after_a_change_is_reported(host):
+    host.write_conf(SHELVE + 'costs = period=1,count=60\n')
+
+    found = host.check()
+
+    assert [p.message.split(' (')[0] for p in found] == [
+        'runs with termination_mode = delete',
+        'runs with costs = period=1']
+    assert found[0].message.endswith('but nova.conf says shelve')
+    assert found[0].fix == 'restart opie-scheduler to apply nova.conf'
+
+
+def test_roles_select_the_checks(host):
+    host.write_conf('[filter_scheduler]\nenabled_filters = ComputeFilter\n'
+                    '[compute]\nprovider_config_location = /nonexistent\n')
+
+    scheduler = host.check(roles=(audit_conf.SCHEDULER,))
+    compute = host.check(roles=(audit_conf.COMPUTE,))
+
+    assert [p.subject for p in scheduler] == [
+        'nova.conf [filter_scheduler] enabled_filters']
+    assert [p.subject for p in compute] == ['provider config /nonexistent']
+    assert compute[0].fix == (
+        'opie-manage provider-config --config-file %s --output '
+        '/nonexistent/opie.yaml, then restart nova-compute' % host.conf_path)
+
+
+def test_the_checked_class_paths_exist():
+    pytest.importorskip('nova.scheduler.filters')
+    for path in (audit_conf.FILTER_PATH,) + audit_conf.WEIGHERS:
+        module, _, name = path.rpartition('.')
+        assert getattr(importlib.import_module(module), name)
+
+
+def test_command_prints_problems_and_exits_1(host, capsys):
+    host.write_conf('[filter_scheduler]\nhost_subset_size = 2\n')
+
+    rc = manage.main(['audit', '--config-file', str(host.conf_path)])
+
+    out, err = capsys.readouterr()
+    print(out)
+    assert rc == 1
+    assert out.startswith('PROBLEM nova.conf [filter_scheduler] '
+                          'host_subset_size: is 2')
+    assert '\n    fix: set host_subset_size = 1' in out
+    assert out.endswith('1 problem; checked %s (scheduler and compute)\n'
+                        % host.conf_path)
+    assert err == ''
+
+
+def test_command_passes_a_correct_host(host, capsys):
+    rc = manage.main(['audit', '--config-file', str(host.conf_path),
+                      '--role', 'compute'])
+
+    out, _ = capsys.readouterr()
+    assert rc == 0
+    assert out == 'OK, no problem; checked %s (compute)\n' % host.conf_path
+
+
+@pytest.mark.parametrize('args, message', [
+    ([], 'nothing to audit: give --config-file, --cloud or --os-cloud'),
+    (['--config-file', '/nonexistent.conf'],
+     'Failed to find some config files: /nonexistent.conf'),
+])
+def test_bad_input_exits_2(capsys, args, message):
+    rc = manage.main(['audit'] + args)
+
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err == 'opie-manage audit: error: %s\n' % message

@@ -1,0 +1,163 @@
+"""``opie-manage provider-config``: the compute's provider.yaml."""
+import os
+
+import pytest
+import yaml
+
+from opie.cmd import errors
+from opie.cmd import manage
+from opie.cmd import provider_config
+from opie.core import resources as res
+
+TOTAL = res.Resources(16, 65536, 500)
+RATIOS = res.Resources(4.0, 1.5, 1.0)
+RESERVED = res.Resources(2, 4096, 10)
+
+
+def _run(capsys, *args):
+    rc = manage.main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_custom_inventory_mirrors_the_standard_one():
+    document = provider_config.build(TOTAL, RATIOS, RESERVED)
+
+    assert document['meta'] == {'schema_version': '1.0'}
+    [provider] = document['providers']
+    assert provider['identification'] == {'uuid': '$COMPUTE_NODE'}
+    assert provider['inventories']['additional'] == [
+        {'CUSTOM_PREEMPTIBLE_VCPU': {'total': 16, 'reserved': 2,
+                                     'max_unit': 16,
+                                     'allocation_ratio': 4.0}},
+        {'CUSTOM_PREEMPTIBLE_MEMORY_MB': {'total': 65536, 'reserved': 4096,
+                                          'max_unit': 65536,
+                                          'allocation_ratio': 1.5}},
+        {'CUSTOM_PREEMPTIBLE_DISK_GB': {'total': 500, 'reserved': 10,
+                                        'max_unit': 500,
+                                        'allocation_ratio': 1.0}}]
+
+
+def test_custom_inventories_reads_back_what_build_wrote():
+    document = provider_config.build(TOTAL, RATIOS, RESERVED)
+
+    found = provider_config.custom_inventories(document)
+
+    assert found['CUSTOM_PREEMPTIBLE_MEMORY_MB']['total'] == 65536
+    assert sorted(found) == sorted(provider_config.rc.CUSTOM)
+    assert provider_config.custom_inventories({'meta': {}}) == {}
+    assert provider_config.custom_inventories(None) == {}
+
+
+@pytest.mark.parametrize('total, reserved, message', [
+    (res.Resources(0, 1024, 10), res.ZERO,
+     'CUSTOM_PREEMPTIBLE_VCPU: a compute needs a total of at least 1'),
+    (TOTAL, res.Resources(0, 70000, 0),
+     'CUSTOM_PREEMPTIBLE_MEMORY_MB: 70000 reserved is more than the total'),
+])
+def test_impossible_inventories_are_refused(total, reserved, message):
+    with pytest.raises(errors.UsageError, match=message):
+        provider_config.build(total, RATIOS, reserved)
+
+
+def test_nova_accepts_the_file(tmp_path):
+    """Nova's own provider config loader reads the written file."""
+    nova_provider_config = pytest.importorskip(
+        'nova.compute.provider_config')
+    text = provider_config.dump(provider_config.build(TOTAL, RATIOS,
+                                                      RESERVED),
+                                TOTAL, RATIOS, RESERVED)
+    (tmp_path / 'opie.yaml').write_text(text)
+
+    providers = nova_provider_config.get_provider_configs(str(tmp_path))
+
+    additional = providers['$COMPUTE_NODE']['inventories']['additional']
+    assert {name for entry in additional for name in entry} == set(
+        provider_config.rc.CUSTOM)
+
+
+def test_command_takes_ratios_and_reserved_from_nova_conf(tmp_path,
+                                                          capsys):
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[DEFAULT]\ncpu_allocation_ratio = 2.0\n'
+                    'reserved_host_memory_mb = 1024\n'
+                    'reserved_host_disk_mb = 1500\n')
+    output = tmp_path / 'provider_config' / 'opie.yaml'
+
+    rc, out, _ = _run(capsys, 'provider-config', '--config-file', str(conf),
+                      '--vcpus', '8', '--memory-mb', '16384', '--disk-gb',
+                      '100', '--output', str(output))
+
+    assert rc == 0
+    assert out.startswith('wrote %s: CUSTOM_PREEMPTIBLE_VCPU 8' % output)
+    text = output.read_text()
+    print(text)
+    assert text.startswith('# CUSTOM_PREEMPTIBLE_* inventory for OPIE')
+    found = provider_config.custom_inventories(yaml.safe_load(text))
+    assert found['CUSTOM_PREEMPTIBLE_VCPU']['allocation_ratio'] == 2.0
+    # Nova's defaults where nova.conf says nothing.
+    assert found['CUSTOM_PREEMPTIBLE_MEMORY_MB']['allocation_ratio'] == 1.0
+    assert found['CUSTOM_PREEMPTIBLE_MEMORY_MB']['reserved'] == 1024
+    # 1500 MB reserved disk is 2 GB, as Nova rounds it.
+    assert found['CUSTOM_PREEMPTIBLE_DISK_GB']['reserved'] == 2
+    assert oct(os.stat(output).st_mode & 0o777) == '0o644'
+    assert [p.name for p in output.parent.iterdir()] == ['opie.yaml']
+
+
+def test_command_detects_what_it_is_not_told(tmp_path, capsys):
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[DEFAULT]\ninstances_path = %s\n' % tmp_path)
+
+    rc, out, _ = _run(capsys, 'provider-config', '--config-file', str(conf),
+                      '--memory-mb', '4096')
+
+    assert rc == 0
+    found = provider_config.custom_inventories(yaml.safe_load(out))
+    assert found['CUSTOM_PREEMPTIBLE_VCPU']['total'] == os.cpu_count()
+    assert found['CUSTOM_PREEMPTIBLE_MEMORY_MB']['total'] == 4096
+    fs = os.statvfs(tmp_path)
+    assert found['CUSTOM_PREEMPTIBLE_DISK_GB']['total'] == (
+        fs.f_frsize * fs.f_blocks // 1024 ** 3)
+
+
+def test_detected_memory_is_memtotal():
+    with open('/proc/meminfo') as f:
+        kib = int(f.readline().split()[1])
+
+    assert provider_config.detect_memory_mb(None) == kib // 1024
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--config-file', '/nonexistent/nova.conf'],
+     'Failed to find some config files: /nonexistent/nova.conf'),
+    (['--memory-mb', '1024', '--vcpus', '1', '--output',
+      '/proc/opie/opie.yaml'], 'cannot write /proc/opie/opie.yaml'),
+    (['--memory-mb', '256', '--vcpus', '1'],
+     'CUSTOM_PREEMPTIBLE_MEMORY_MB: 512 reserved is more than the total '
+     '256'),
+])
+def test_bad_input_exits_2_with_one_line(capsys, args, message):
+    rc, _, err = _run(capsys, 'provider-config', '--disk-gb', '10', *args)
+
+    assert rc == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_missing_instances_path_asks_for_disk_gb(tmp_path, capsys):
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[DEFAULT]\ninstances_path = /nonexistent/instances\n')
+
+    rc, _, err = _run(capsys, 'provider-config', '--config-file', str(conf))
+
+    assert rc == 2
+    assert ('cannot size the disk of instances_path /nonexistent/instances '
+            '(No such file or directory): give --disk-gb') in err
+
+
+def test_non_positive_sizes_are_usage_errors(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        manage.main(['provider-config', '--vcpus', '0'])
+
+    assert exit_info.value.code == 2
+    assert 'argument --vcpus: must be >= 1, got 0' in capsys.readouterr().err
