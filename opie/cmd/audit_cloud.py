@@ -10,7 +10,7 @@ from opie.cmd import cloud
 from opie.cmd import flavor_spec
 from opie.cmd import problems
 from opie.cmd import provider_config
-from opie.cmd import resource_classes as rc
+from opie.core import preemptible as rc
 
 PROVIDER_CONFIG_FIX = (
     'on %s: opie-manage provider-config --config-file /etc/nova/nova.conf '

@@ -17,7 +17,7 @@ import yaml
 from opie.cmd import nova_conf
 from opie.cmd import problems
 from opie.cmd import provider_config
-from opie.cmd import resource_classes as rc
+from opie.core import preemptible as rc
 from opie.nova import conf as opie_conf
 from opie.nova import heartbeat
 

@@ -10,7 +10,7 @@ import dataclasses
 import math
 
 from opie.cmd import problems
-from opie.cmd import resource_classes as rc
+from opie.core import preemptible as rc
 from opie.core import resources as res
 
 

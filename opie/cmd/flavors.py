@@ -18,7 +18,7 @@ devices) are refused.
 from opie.cmd import cloud
 from opie.cmd import errors
 from opie.cmd import flavor_spec
-from opie.cmd import resource_classes as rc
+from opie.core import preemptible as rc
 
 SUFFIX = '-preemptible'
 

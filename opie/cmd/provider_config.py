@@ -28,7 +28,7 @@ import yaml
 from opie.cmd import arguments
 from opie.cmd import errors
 from opie.cmd import nova_conf
-from opie.cmd import resource_classes as rc
+from opie.core import preemptible as rc
 from opie.core import resources as res
 
 SCHEMA_VERSION = '1.0'

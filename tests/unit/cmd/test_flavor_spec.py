@@ -2,7 +2,7 @@
 import pytest
 
 from opie.cmd import flavor_spec
-from opie.cmd import resource_classes as rc
+from opie.core import preemptible as rc
 
 SMALL = flavor_spec.Flavor('m1.small', vcpus=1, memory_mb=2048, root_gb=20,
                            ephemeral_gb=5, swap_mb=1500)

@@ -3,8 +3,9 @@
 A preemptible flavor carries the extra spec ``opie:preemptible=true``, asks
 Placement for nothing of the standard classes and as much of the
 ``CUSTOM_PREEMPTIBLE_*`` classes instead; every compute node has inventory
-of those classes. ``opie-manage flavor``, ``provider-config`` and ``audit``
-all build or check this contract, so its names live here, away from Nova.
+of those classes. The scheduler plugin, ``opie-bot`` and ``opie-manage``
+(``flavor``, ``provider-config``, ``audit``) all read, build or check this
+contract, so its names live here, away from Nova.
 """
 from opie.core import resources as res
 
