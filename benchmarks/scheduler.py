@@ -1,0 +1,318 @@
+"""Scheduling latency of OPIE against stock Nova, measured in one run.
+
+Part 1 runs an in-process Nova 34 + Placement cloud (casts stay casts) and
+times ``select_destinations`` called on the scheduler managers, as the
+paper's Fig. 2 does:
+
+* stock Nova placing a normal server on an empty cloud (the baseline);
+* OPIE placing a normal, then a preemptible server on an empty cloud;
+* OPIE placing a normal server on a cloud full of preemptibles, which
+  terminates one each time;
+* the paper's retry scheduler on that saturated cloud: stock scheduling
+  (with OPIE's filter in safe mode) fails with NoValidHost, then a second
+  pass takes preemptibles into account and terminates.
+
+Part 2 runs Nova's real filter and weigher handlers over 1000 synthetic
+host states, stock against OPIE (filter, weighers and the per-request
+plan, victims chosen among four preemptibles per host).
+
+Goals (issue 3): OPIE/stock <= 1.15 without termination, <= 1.5 with;
+OPIE at least twice as fast as the retry baseline. Run from the repository
+root: ``python benchmarks/scheduler.py [--iterations N] [--hosts N]``.
+"""
+import nova.tests.functional  # noqa: F401 (monkey patching comes first)
+
+import argparse  # noqa: E402
+import copy  # noqa: E402
+import datetime  # noqa: E402
+import logging  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import unittest  # noqa: E402
+
+import oslo_messaging as messaging  # noqa: E402
+from oslo_utils import timeutils  # noqa: E402
+from oslo_utils import uuidutils  # noqa: E402
+
+from nova import context as nova_context  # noqa: E402
+from nova import exception  # noqa: E402
+from nova import objects  # noqa: E402
+from nova.scheduler import filters  # noqa: E402
+from nova.scheduler import manager as nova_manager  # noqa: E402
+from nova.scheduler import weights  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+from opie.core import host as core_host  # noqa: E402
+from opie.core import resources as res  # noqa: E402
+from opie.nova import hoststate  # noqa: E402
+from opie.nova import plan as plan_mod  # noqa: E402
+from tests.functional import base  # noqa: E402
+
+NOVA_FILTERS = ['ComputeFilter', 'ComputeCapabilitiesFilter',
+                'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
+                'ServerGroupAffinityFilter']
+NOVA_WEIGHERS = ['nova.scheduler.weights.all_weighers']
+OPIE_WEIGHERS = ['opie.nova.weights.overcommit.OvercommitWeigher',
+                 'opie.nova.weights.preemption_cost.PreemptionCostWeigher']
+ARGS = argparse.Namespace(iterations=20, hosts=8, synthetic_hosts=1000)
+
+
+def summary(samples):
+    return '%7.2f ms (median %.2f, sd %.2f, n=%d)' % (
+        statistics.mean(samples) * 1000, statistics.median(samples) * 1000,
+        statistics.pstdev(samples) * 1000, len(samples))
+
+
+class CloudLatency(base.OpieCloud):
+    CAST_AS_CALL = False
+
+    def runTest(self):
+        self.context = nova_context.get_admin_context()
+        self.opie = self.scheduler.manager
+        self.flags(enabled_filters=NOVA_FILTERS, weight_classes=NOVA_WEIGHERS,
+                   group='filter_scheduler')
+        self.stock = nova_manager.SchedulerManager()
+        self.flags(enabled_filters=NOVA_FILTERS + ['PreemptibleFilter'],
+                   group='filter_scheduler')
+        self.safe = nova_manager.SchedulerManager()
+        self.specs = {kind: self.template_spec(kind)
+                      for kind in ('normal', 'preemptible')}
+
+        results = self.empty()
+        self.saturate()
+        results['OPIE, saturated, normal (1 termination)'] = (
+            self.saturated(self.select))
+        results['retry, saturated, normal (1 termination)'] = (
+            self.saturated(self.retry))
+        RESULTS['cloud'] = results
+
+    def template_spec(self, kind):
+        server = self.boot('medium', 'template-' + kind,
+                           preemptible=kind == 'preemptible')
+        spec = objects.RequestSpec.get_by_instance_uuid(self.context,
+                                                        server['id'])
+        # What the conductor adds to a stored spec before scheduling.
+        spec.requested_resources = []
+        self._delete_server(server)
+        self._wait_until_deleted(server)
+        return spec
+
+    def select(self, manager, kind):
+        spec = copy.deepcopy(self.specs[kind])
+        spec.instance_uuid = uuidutils.generate_uuid()
+        started = time.perf_counter()
+        manager.select_destinations(
+            self.context, spec_obj=spec, instance_uuids=[spec.instance_uuid],
+            return_objects=True, return_alternates=True)
+        elapsed = time.perf_counter() - started
+        # The server is never built: give its room back.
+        manager.placement_client.delete_allocation_for_instance(
+            self.context, spec.instance_uuid, force=True)
+        return elapsed
+
+    def retry(self, manager, kind):
+        started = time.perf_counter()
+        try:
+            self.select(self.safe, kind)
+        except messaging.ExpectedException as exc:
+            assert isinstance(exc.exc_info[1], exception.NoValidHost)
+        else:
+            raise AssertionError('the saturated cloud had room')
+        return time.perf_counter() - started + self.select(manager, kind)
+
+    def empty(self):
+        """Stock and OPIE calls interleaved, so that drift hits both."""
+        runs = {'stock, empty, normal': (self.stock, 'normal'),
+                'OPIE, empty, normal': (self.opie, 'normal'),
+                'OPIE, empty, preemptible': (self.opie, 'preemptible')}
+        samples = {name: [] for name in runs}
+        for i in range(ARGS.iterations + 1):
+            for name, (manager, kind) in runs.items():
+                elapsed = self.select(manager, kind)
+                if i:       # the first round warms caches
+                    samples[name].append(elapsed)
+        return samples
+
+    def saturate(self):
+        for host in self.HOSTS:
+            for i in range(4):
+                self.refill(host, i * 17)
+
+    def refill(self, host, minutes):
+        server = self.boot('medium', 'p-%s-%d' % (host, minutes), host=host,
+                           preemptible=True)
+        self.set_launched_at(server['id'], minutes)
+
+    def saturated(self, measure):
+        samples = []
+        for i in range(ARGS.iterations):
+            before = {s['id']: s for s in self.api.get_servers()}
+            samples.append(measure(self.opie, 'normal'))
+            # Victims are being deleted (casts stay asynchronous).
+            after = {s['id'] for s in self.api.get_servers()
+                     if s['OS-EXT-STS:task_state'] != 'deleting'}
+            for uuid in set(before) - after:
+                victim = before[uuid]
+                self._wait_until_deleted(victim)
+                self.refill(victim['OS-EXT-SRV-ATTR:host'], 100 + i)
+        return samples
+
+
+class SyntheticHosts(base.OpieCloud):
+    """Nova's filter and weigher handlers over synthetic host states."""
+    HOSTS = ('host-A',)
+
+    def runTest(self):
+        context = nova_context.get_admin_context()
+        template = next(iter(self.scheduler.manager.host_manager
+                             .get_host_states_by_uuids(context, None, None)))
+        spec = objects.RequestSpec.get_by_instance_uuid(
+            context, self.boot('medium', 'template')['id'])
+        spec.requested_resources = []
+        settings = self.scheduler.manager.settings
+        results = RESULTS['synthetic'] = {}
+        for saturated in (False, True):
+            state = 'saturated' if saturated else 'empty'
+            hosts = [self.host_state(template, i, saturated)
+                     for i in range(ARGS.synthetic_hosts)]
+            results['stock, %s, normal' % state] = self.measure(hosts, spec)
+            results['OPIE, %s, normal' % state] = self.measure(
+                hosts, spec, settings, saturated)
+
+    @staticmethod
+    def host_state(template, index, saturated):
+        host = copy.copy(template)
+        host.host = host.nodename = 'synthetic-%04d' % index
+        host.uuid = uuidutils.generate_uuid()
+        host.instances = {}
+        if saturated:
+            host.vcpus_used = host.vcpus_total
+            host.free_ram_mb = host.total_usable_ram_mb - 16000
+        return host
+
+    def handlers(self, stock):
+        names = NOVA_FILTERS + ([] if stock else ['PreemptibleFilter'])
+        filter_handler = filters.HostFilterHandler()
+        classes = {cls.__name__: cls for cls in
+                   filter_handler.get_matching_classes(
+                       ['nova.scheduler.filters.all_filters',
+                        'opie.nova.filters.PreemptibleFilter'])}
+        weigher_handler = weights.HostWeightHandler()
+        weighers = [cls() for cls in weigher_handler.get_matching_classes(
+            NOVA_WEIGHERS + ([] if stock else OPIE_WEIGHERS))]
+        return (filter_handler, [classes[n]() for n in names],
+                weigher_handler, weighers)
+
+    def measure(self, hosts, spec, settings=None, saturated=False):
+        """Stock Nova's handlers, or OPIE's when ``settings`` are given."""
+        filter_handler, filter_objs, weigher_handler, weighers = (
+            self.handlers(stock=settings is None))
+        samples = []
+        for _ in range(ARGS.iterations + 1):
+            started = time.perf_counter()
+            if settings is None:
+                self.run_handlers(hosts, spec, filter_handler, filter_objs,
+                                  weigher_handler, weighers)
+            else:
+                plan = self.synthetic_plan(hosts, spec, settings, saturated)
+                with plan_mod.activated(plan):
+                    self.run_handlers(hosts, spec, filter_handler,
+                                      filter_objs, weigher_handler,
+                                      weighers)
+            samples.append(time.perf_counter() - started)
+        return samples[1:]
+
+    @staticmethod
+    def run_handlers(hosts, spec, filter_handler, filter_objs,
+                     weigher_handler, weighers):
+        passed = list(filter_handler.get_filtered_objects(
+            filter_objs, hosts, spec, 0))
+        weighed = weigher_handler.get_weighed_objects(weighers, passed, spec)
+        assert weighed, 'no host passed'
+
+    @staticmethod
+    def synthetic_plan(hosts, spec, settings, saturated):
+        now = timeutils.utcnow()
+        medium = res.Resources(2, 4000, 40)
+
+        def load(records):
+            for r in records:
+                r.preemptibles = [core_host.Instance(
+                    uuid='%s-%d' % (r.uuid, i), resources=medium,
+                    preemptible=True,
+                    launched_at=now - datetime.timedelta(minutes=17 * i + 3))
+                    for i in range(4)]
+
+        plan = plan_mod.Plan(None, hoststate.request_of(spec), settings,
+                             load_instances=load, may_preempt=lambda: True,
+                             now=now)
+        capacity = res.Resources(8, 16384, 1000)
+        for host in hosts:
+            used = res.Resources(8, 16000, 160) if saturated else res.ZERO
+            plan.add(hoststate.HostRecord(
+                uuid=host.uuid, host=host.host, nodename=host.nodename,
+                cell_uuid=host.cell_uuid, capacity=capacity,
+                normal_used=res.ZERO, preemptible_used=used))
+        return plan
+
+
+RESULTS = {}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--iterations', type=int, default=20)
+    parser.add_argument('--hosts', type=int, default=8,
+                        help='computes of the in-process cloud')
+    parser.add_argument('--synthetic-hosts', type=int, default=1000)
+    parser.parse_args(namespace=ARGS)
+    CloudLatency.HOSTS = tuple('host-%02d' % i for i in range(ARGS.hosts))
+    # Nova logs services stopping after each cloud is torn down.
+    logging.getLogger('nova').setLevel(logging.WARNING)
+
+    suite = unittest.TestSuite([CloudLatency(), SyntheticHosts()])
+    outcome = unittest.TextTestRunner(stream=open(os.devnull, 'w')).run(
+        suite)
+    for test, trace in outcome.errors + outcome.failures:
+        print('%s failed:\n%s' % (test.id(), trace), file=sys.stderr)
+    if not outcome.wasSuccessful():
+        return 1
+    report()
+    return 0
+
+
+def report():
+    cloud, synthetic = RESULTS['cloud'], RESULTS['synthetic']
+    print('In-process Nova 34 + Placement, %d computes, casts async, '
+          '%d iterations each' % (ARGS.hosts, ARGS.iterations))
+    for name, samples in cloud.items():
+        print('  %-42s %s' % (name, summary(samples)))
+    stock = statistics.mean(cloud['stock, empty, normal'])
+    opie_full = statistics.mean(
+        cloud['OPIE, saturated, normal (1 termination)'])
+    retry = statistics.mean(cloud['retry, saturated, normal (1 termination)'])
+    print('  OPIE / stock, empty, normal:       %.2f (goal <= 1.15)'
+          % (statistics.mean(cloud['OPIE, empty, normal']) / stock))
+    print('  OPIE / stock, empty, preemptible:  %.2f (goal <= 1.15)'
+          % (statistics.mean(cloud['OPIE, empty, preemptible']) / stock))
+    print('  OPIE saturated / stock empty:      %.2f (goal <= 1.5)'
+          % (opie_full / stock))
+    print('  retry / OPIE, saturated:           %.2f (goal >= 2)'
+          % (retry / opie_full))
+    print('Nova filter + weigher handlers, %d synthetic hosts'
+          % ARGS.synthetic_hosts)
+    for name, samples in synthetic.items():
+        print('  %-42s %s' % (name, summary(samples)))
+    for state in ('empty', 'saturated'):
+        print('  OPIE / stock, %-9s normal:        %.2f' % (
+            state + ',',
+            statistics.mean(synthetic['OPIE, %s, normal' % state])
+            / statistics.mean(synthetic['stock, %s, normal' % state])))
+
+
+if __name__ == '__main__':
+    sys.exit(main())

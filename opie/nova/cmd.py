@@ -1,0 +1,28 @@
+"""``opie-scheduler``: ``nova-scheduler`` with OPIE's manager.
+
+It is Nova's own scheduler command (same options, workers, binary name
+``nova-scheduler``, RPC topic ``scheduler`` and service record), started
+with :class:`opie.nova.manager.OpieSchedulerManager` instead of the stock
+manager. Run it instead of ``nova-scheduler`` on every scheduler host,
+with the same nova.conf plus an ``[opie]`` group. A bad ``[opie]`` value
+stops it with a one-line message.
+"""
+# Nova's scheduler command sets up monkey patching when it is imported;
+# nothing else of Nova may be imported before it.
+from nova.cmd import scheduler  # noqa: I100 (must come first)
+
+import sys  # noqa: E402
+
+from nova import service  # noqa: E402
+
+from opie.nova import conf as opie_conf  # noqa: E402
+
+MANAGER = 'opie.nova.manager.OpieSchedulerManager'
+
+
+def main():
+    service.SERVICE_MANAGERS['nova-scheduler'] = MANAGER
+    try:
+        scheduler.main()
+    except opie_conf.ConfigError as exc:
+        sys.exit('opie-scheduler: %s' % exc)

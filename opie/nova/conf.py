@@ -1,0 +1,243 @@
+"""The ``[opie]`` group of nova.conf.
+
+Registered on Nova's global ``CONF`` when this module is imported (every
+OPIE scheduler module imports it), and listed for oslo-config-generator
+through the ``oslo.config.opts`` entry point ``opie``::
+
+    oslo-config-generator --config-file etc/opie/opie-config-generator.conf
+
+:func:`load_settings` turns the options into validated objects once, so a
+bad value stops ``opie-scheduler`` with a one-line message instead of
+failing the first scheduling request.
+"""
+import dataclasses
+
+from keystoneauth1 import exceptions as ks_exceptions
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+from oslo_config import types
+
+from opie.core import costs
+from opie.core import scheduling
+
+GROUP_NAME = 'opie'
+DELETE = 'delete'
+SHELVE = 'shelve'
+MOVE_OPERATIONS = ('resize', 'migrate', 'live-migrate', 'evacuate',
+                   'unshelve')
+
+opie_group = cfg.OptGroup(
+    GROUP_NAME,
+    title='OPIE preemptible instances',
+    help="""
+Options of the OPIE scheduler plugin: which preemptible instances a normal
+request may terminate, how they are chosen and terminated, and the
+reconciler. The filter and weighers read them under any nova-scheduler; the
+rest needs the ``opie-scheduler`` binary.
+""")
+
+opie_opts = [
+    cfg.StrOpt(
+        'costs',
+        default='period',
+        help="""
+Cost plugins that price the preemption of an instance, with multipliers.
+
+A comma-separated list of ``name=multiplier`` (the multiplier defaults to
+1). Victims are the cheapest set of preemptible instances that frees enough
+room; a host is ranked by the cost of that set. Plugins are stevedore
+extensions in the ``opie.costs`` namespace; OPIE ships ``period`` (run time
+modulo the billing period, the paper's Algorithm 4), ``count`` (number of
+victims), ``age`` (run time) and ``leftover`` (room freed beyond the need).
+
+Example: ``period=1.0,count=60`` adds a minute per victim to the partial
+billing period lost.
+"""),
+    cfg.IntOpt(
+        'billing_period',
+        default=3600,
+        min=1,
+        help="""
+Billing period in seconds, used by the ``period`` cost plugin: a provider
+that charges whole periods loses the partial period of an instance it
+kills.
+"""),
+    cfg.StrOpt(
+        'ranking',
+        default=scheduling.VICTIMS,
+        choices=[
+            (scheduling.VICTIMS, 'Rank hosts by the cost of the cheapest '
+             'victim set that makes room (0 when the request fits).'),
+            (scheduling.ALL_PREEMPTIBLES, 'Rank hosts by the cost of all '
+             'their preemptible instances: the paper\'s literal Algorithm '
+             '4; it picks the wrong host in the paper\'s Tables 5 and 6.'),
+        ],
+        help='How the preemption cost weigher scores a host.'),
+    cfg.IntOpt(
+        'max_victims',
+        default=0,
+        min=0,
+        help="""
+Most preemptible instances one request (all servers of a multi-create
+together) may terminate. 0 means no limit. A host that needs more victims
+is filtered out.
+"""),
+    cfg.ListOpt(
+        'preempt_on_move',
+        default=[],
+        item_type=types.String(choices=MOVE_OPERATIONS),
+        help="""
+Move operations that may terminate preemptible instances on their
+destination, from: %s. New servers always may; a rebuild never does.
+Operations not listed only go to hosts with enough free room, counting
+preemptible instances.
+""" % ', '.join(MOVE_OPERATIONS)),
+    cfg.StrOpt(
+        'termination_mode',
+        default=DELETE,
+        choices=[
+            (DELETE, 'Delete victims.'),
+            (SHELVE, 'Shelve victims (their owners can unshelve them '
+             'later). Shelving snapshots to Glance, so set the keystone '
+             'auth options of this group to a service user, and set '
+             '[DEFAULT] shelved_offload_time = 0 on every compute so the '
+             'room is freed at once.'),
+        ],
+        help='What happens to a preempted instance.'),
+    cfg.StrOpt(
+        'preempted_tag',
+        default='opie-preempted',
+        help="""
+Tag added to a server shelved by preemption (shelve mode), so its owner can
+find it. Deleted servers lose their tags; their owner reads the
+``opie-preempt`` instance action instead (API microversion 2.21 or later).
+"""),
+    cfg.ListOpt(
+        'notification_topics',
+        default=['notifications'],
+        help="""
+oslo.messaging topics of the ``opie.preempt`` notification sent for every
+preemption (host, victims, cost, request). The driver and transport are
+those of [oslo_messaging_notifications].
+"""),
+    cfg.FloatOpt(
+        'overcommit_weight_multiplier',
+        default=1000.0,
+        help="""
+Multiplier of the overcommit weigher (paper Algorithm 3): hosts where the
+request fits without preemption get this much more weight than hosts where
+it does not. Keep it above the sum of the other weighers' multipliers so
+that a free host always wins over a preemption. Overridable per aggregate
+with the ``opie_overcommit_weight_multiplier`` metadata key.
+"""),
+    cfg.FloatOpt(
+        'preemption_cost_weight_multiplier',
+        default=100.0,
+        help="""
+Multiplier of the preemption cost weigher, which prefers hosts where the
+cheapest sufficient victim set costs least. Weights are normalised over the
+candidate hosts, so the cheapest host gets this multiplier and the dearest
+none; keep it above the in-tree weighers' multipliers so they only break
+near-ties. Overridable per aggregate with the
+``opie_preemption_cost_weight_multiplier`` metadata key.
+"""),
+    cfg.IntOpt(
+        'reconcile_interval',
+        default=60,
+        help="""
+Seconds between runs of the reconciler, which terminates preemptible
+instances on hosts where everything together (h_f) exceeds capacity, as
+when a preemptible and a normal request were placed at once by different
+scheduler workers. Only the first scheduler host (by name) that is up runs
+it. 0 or less disables it.
+"""),
+    cfg.IntOpt(
+        'reconcile_grace_period',
+        default=120,
+        min=0,
+        help="""
+Seconds a host must stay over capacity before the reconciler acts, so that
+a preemption already under way can finish.
+"""),
+    cfg.IntOpt(
+        'heartbeat_interval',
+        default=30,
+        min=1,
+        help='Seconds between two writes of the heartbeat file.'),
+    cfg.StrOpt(
+        'heartbeat_path',
+        default='$state_path/opie-scheduler.heartbeat',
+        help="""
+File the OPIE scheduler rewrites every ``heartbeat_interval`` seconds
+(JSON: host, pid, time, version, settings), so an audit can tell that the
+OPIE manager, not the stock one, is running.
+"""),
+]
+
+
+def register_opts(conf):
+    conf.register_group(opie_group)
+    conf.register_opts(opie_opts, group=opie_group)
+    ks_loading.register_session_conf_options(conf, GROUP_NAME)
+    ks_loading.register_auth_conf_options(conf, GROUP_NAME)
+
+
+def list_opts():
+    """Options for oslo-config-generator (entry point ``opie``)."""
+    return [(opie_group,
+             opie_opts
+             + ks_loading.get_session_conf_options()
+             + ks_loading.get_auth_common_conf_options()
+             + ks_loading.get_auth_plugin_conf_options('password')
+             + ks_loading.get_auth_plugin_conf_options('v3password'))]
+
+
+class ConfigError(ValueError):
+    """An ``[opie]`` option has a value OPIE cannot use."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The ``[opie]`` options, validated and turned into objects."""
+    cost_model: costs.CostModel
+    ranking: str
+    max_victims: int | None
+    preempt_on_move: frozenset
+    termination_mode: str
+    preempted_tag: str
+
+
+def load_settings(conf):
+    """Validate ``conf.opie``; raise :class:`ConfigError` naming the option.
+    """
+    try:
+        group = conf.opie
+        spec, period = group.costs, group.billing_period
+        settings = dict(
+            ranking=group.ranking,
+            max_victims=group.max_victims or None,
+            preempt_on_move=frozenset(group.preempt_on_move),
+            termination_mode=group.termination_mode,
+            preempted_tag=group.preempted_tag)
+    except cfg.Error as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        cost_model = costs.load_cost_model(spec, period)
+    except ValueError as exc:
+        raise ConfigError('[opie] costs = %s: %s' % (spec, exc)) from None
+    settings = Settings(cost_model=cost_model, **settings)
+    if settings.termination_mode == SHELVE and not settings.preempted_tag:
+        raise ConfigError('[opie] preempted_tag must not be empty in shelve '
+                          'mode')
+    return settings
+
+
+def load_service_auth(conf):
+    """The keystone service-user plugin of ``[opie]``, or None if unset."""
+    try:
+        return ks_loading.load_auth_from_conf_options(conf, GROUP_NAME)
+    except ks_exceptions.ClientException as exc:
+        raise ConfigError('[opie] keystone auth options: %s' % exc) from None
+
+
+register_opts(cfg.CONF)

@@ -1,0 +1,62 @@
+"""The OPIE scheduler's heartbeat: proof that OPIE, not stock Nova, runs.
+
+``opie-scheduler`` registers as ``nova-scheduler`` (same binary, topic and
+service record), so the service list cannot tell it from the stock one.
+Every ``[opie] heartbeat_interval`` seconds each scheduler worker
+rewrites the file ``[opie] heartbeat_path`` (default
+``$state_path/opie-scheduler.heartbeat``, atomically) with::
+
+    {"host": "sched-1", "pid": 4242, "time": "2026-01-01T12:00:00Z",
+     "interval": 30, "version": "1.0.0",
+     "settings": {"costs": "period=1", "ranking": "victims", ...}}
+
+An audit on the scheduler host reads it (:func:`read`) and calls the OPIE
+scheduler alive if ``time`` is less than two intervals old.
+"""
+import json
+import os
+import tempfile
+
+from oslo_utils import timeutils
+from pbr import version
+
+
+def beat(path, host, interval, settings):
+    """Write the heartbeat file for this process, now."""
+    data = {
+        'host': host,
+        'pid': os.getpid(),
+        'time': timeutils.utcnow().strftime('%Y-%m-%dT%H:%M:%SZ'),
+        'interval': interval,
+        'version': _version(),
+        'settings': {
+            'costs': str(settings.cost_model),
+            'ranking': settings.ranking,
+            'max_victims': settings.max_victims,
+            'preempt_on_move': sorted(settings.preempt_on_move),
+            'termination_mode': settings.termination_mode,
+        },
+    }
+    directory = os.path.dirname(path) or '.'
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.opie-heartbeat-')
+    try:
+        with os.fdopen(fd, 'w') as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def read(path):
+    """The last heartbeat written to ``path`` (a dict), or None."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _version():
+    return version.VersionInfo('opie').version_string()

@@ -1,0 +1,214 @@
+"""A Nova compute host as OPIE's core sees it: h_f, h_n and preemptibles.
+
+Preemptible flavors (``opie:preemptible=true``) zero the standard resource
+classes and request ``CUSTOM_PREEMPTIBLE_VCPU``, ``_MEMORY_MB`` and
+``_DISK_GB`` instead, so in Placement's provider summary of a compute node:
+
+* standard capacity is the host's schedulable capacity,
+* standard usage is h_n (normal instances only),
+* standard plus custom usage is h_f (everything).
+
+Summaries are current to the last claim of any scheduler worker. Where a
+host has none (a rebuild, or the stock scheduler calling OPIE's filter) its
+HostState stands in: the compute's resource tracker counts every instance,
+so it is h_f.
+
+Preemptible instances themselves are read only for hosts that may have to
+give some up, with one database query per cell for all of those hosts.
+"""
+import collections
+import dataclasses
+
+from nova.compute import vm_states
+from nova import context as nova_context
+from nova import objects
+from nova.scheduler import utils as scheduler_utils
+
+from opie.core import host as core_host
+from opie.core import resources as res
+from opie.core import scheduling
+
+PREEMPTIBLE_SPEC = 'opie:preemptible'
+STANDARD_CLASSES = res.Resources('VCPU', 'MEMORY_MB', 'DISK_GB')
+CUSTOM_CLASSES = res.Resources('CUSTOM_PREEMPTIBLE_VCPU',
+                               'CUSTOM_PREEMPTIBLE_MEMORY_MB',
+                               'CUSTOM_PREEMPTIBLE_DISK_GB')
+# Deleting, shelving or moving an instance needs one of these states.
+PREEMPTABLE_VM_STATES = frozenset([vm_states.ACTIVE, vm_states.STOPPED,
+                                   vm_states.PAUSED, vm_states.SUSPENDED])
+
+
+def is_preemptible(flavor):
+    value = flavor.extra_specs.get(PREEMPTIBLE_SPEC, '')
+    return str(value).strip().lower() in ('true', '1', 'yes')
+
+
+# Instances share a handful of flavors, and Nova builds a RequestSpec to
+# work out what a flavor asks of Placement: do it once per flavor.
+_RESOURCES_CACHE = {}
+_CACHE_LIMIT = 1024
+
+
+def _flavor_key(flavor, is_bfv):
+    return (flavor.vcpus, flavor.memory_mb, flavor.root_gb,
+            flavor.ephemeral_gb, flavor.swap,
+            tuple(sorted(flavor.extra_specs.items())), bool(is_bfv))
+
+
+def flavor_resources(flavor, is_bfv=False):
+    """What Placement charges for ``flavor``, standard and custom summed."""
+    key = _flavor_key(flavor, is_bfv)
+    found = _RESOURCES_CACHE.get(key)
+    if found is None:
+        amounts = scheduler_utils.resources_from_flavor_and_bfv(
+            flavor, is_bfv)
+        found = res.Resources(*(amounts.get(std, 0) + amounts.get(custom, 0)
+                                for std, custom in zip(STANDARD_CLASSES,
+                                                       CUSTOM_CLASSES)))
+        if len(_RESOURCES_CACHE) >= _CACHE_LIMIT:
+            _RESOURCES_CACHE.clear()
+        _RESOURCES_CACHE[key] = found
+    return found
+
+
+def request_of(spec_obj):
+    """The core Request of a RequestSpec."""
+    is_bfv = 'is_bfv' in spec_obj and spec_obj.is_bfv
+    return scheduling.Request(flavor_resources(spec_obj.flavor, is_bfv),
+                              is_preemptible(spec_obj.flavor))
+
+
+def core_instance(instance):
+    """A Nova Instance (flavor loaded) as a core Instance."""
+    eligible = (instance.task_state is None and not instance.locked
+                and instance.vm_state in PREEMPTABLE_VM_STATES)
+    return core_host.Instance(
+        uuid=instance.uuid,
+        resources=flavor_resources(instance.flavor),
+        preemptible=is_preemptible(instance.flavor),
+        launched_at=instance.launched_at or instance.created_at,
+        eligible=eligible)
+
+
+@dataclasses.dataclass
+class HostRecord:
+    """One candidate host during one scheduling request.
+
+    ``normal_used`` and ``preemptible_used`` start from Placement and follow
+    what the request does (placements add, claimed victims subtract).
+    ``preemptibles``, the host's eligible preemptible instances, is None
+    until loaded.
+    """
+    uuid: str
+    host: str
+    nodename: str
+    cell_uuid: str
+    capacity: res.Resources
+    normal_used: res.Resources
+    preemptible_used: res.Resources = res.ZERO
+    preemptibles: list | None = None
+
+    def core_host(self):
+        """The core Host; unknown preemptibles count as used room."""
+        listed = res.total(i.resources for i in self.preemptibles or ())
+        # Placement may count more than the instances listed (placements
+        # of this request, ineligible instances): that part occupies h_f
+        # but cannot be preempted.
+        unlisted = res.Resources(*(max(0, used - seen) for used, seen in
+                                   zip(self.preemptible_used, listed)))
+        return core_host.Host(self.host, self.capacity,
+                              self.normal_used + unlisted,
+                              tuple(self.preemptibles or ()))
+
+    def free_full(self):
+        """h_f free room (what core_host().free_full tells, cheaper)."""
+        listed = res.total(i.resources for i in self.preemptibles or ())
+        held = res.Resources(*(max(used, seen) for used, seen in
+                               zip(self.preemptible_used, listed)))
+        return self.capacity - self.normal_used - held
+
+    def apply_usage(self, usages):
+        """Reset usage from a Placement ``usages`` dict."""
+        self.normal_used = _amounts(usages, STANDARD_CLASSES)
+        self.preemptible_used = _amounts(usages, CUSTOM_CLASSES)
+
+
+def _amounts(usages, classes):
+    return res.Resources(*(usages.get(rc, 0) for rc in classes))
+
+
+def record_from_summary(host_state, summary):
+    """A HostRecord from a provider summary, or None if it lacks the
+    standard classes (the HostState must stand in)."""
+    resources = summary.get('resources', {})
+    if not all(rc in resources for rc in STANDARD_CLASSES):
+        return None
+    record = HostRecord(
+        uuid=host_state.uuid, host=host_state.host,
+        nodename=host_state.nodename, cell_uuid=host_state.cell_uuid,
+        capacity=res.Resources(*(resources[rc]['capacity']
+                                 for rc in STANDARD_CLASSES)),
+        normal_used=res.ZERO)
+    record.apply_usage({rc: r['used'] for rc, r in resources.items()})
+    return record
+
+
+def record_from_host_state(host_state):
+    """A HostRecord from a HostState: its usage is h_f, all of it normal
+    as far as OPIE can tell without Placement."""
+    capacity = res.Resources(
+        host_state.vcpus_total * (host_state.cpu_allocation_ratio or 1.0),
+        host_state.total_usable_ram_mb
+        * (host_state.ram_allocation_ratio or 1.0),
+        host_state.total_usable_disk_gb
+        * (host_state.disk_allocation_ratio or 1.0))
+    used = res.Resources(
+        host_state.vcpus_used,
+        host_state.total_usable_ram_mb - host_state.free_ram_mb,
+        host_state.disk_mb_used / 1024.0)
+    return HostRecord(uuid=host_state.uuid, host=host_state.host,
+                      nodename=host_state.nodename,
+                      cell_uuid=host_state.cell_uuid,
+                      capacity=capacity, normal_used=used)
+
+
+class InstanceLoader:
+    """Loads the instances of many hosts with one query per cell."""
+
+    def __init__(self, context, cells):
+        self.context = context
+        self.cells = cells          # cell uuid -> CellMapping
+
+    def __call__(self, records):
+        """Set ``preemptibles`` of every record (a list of HostRecords)."""
+        by_cell = collections.defaultdict(list)
+        for record in records:
+            record.preemptibles = []
+            by_cell[record.cell_uuid].append(record)
+        for cell_uuid, cell_records in by_cell.items():
+            by_node = {(r.host, r.nodename): r for r in cell_records}
+            for instance in self._instances(cell_uuid, by_node):
+                record = by_node.get((instance.host, instance.node))
+                if record is None or not is_preemptible(instance.flavor):
+                    continue
+                candidate = core_instance(instance)
+                # What Placement still counts for an ineligible one (being
+                # deleted, say) stays in h_f through HostRecord.core_host.
+                if candidate.eligible:
+                    record.preemptibles.append(candidate)
+
+    def _instances(self, cell_uuid, by_node):
+        cell = self.cells.get(cell_uuid) or objects.CellMapping.get_by_uuid(
+            self.context, cell_uuid)
+        hosts = sorted({host for host, _ in by_node})
+        with nova_context.target_cell(self.context, cell) as cctxt:
+            return objects.InstanceList.get_by_filters(
+                cctxt, {'host': hosts, 'deleted': False},
+                expected_attrs=['flavor'])
+
+
+def fits_host_state(host_state, spec_obj):
+    """Does the request fit h_f as the HostState tells it? (The stock
+    scheduler's view: no Placement summaries, no preemption.)"""
+    host = record_from_host_state(host_state).core_host()
+    return host.free_full.covers(request_of(spec_obj).resources)

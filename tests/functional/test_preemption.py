@@ -1,0 +1,146 @@
+"""Preempt only where a normal request needs it (acceptance 1, 2, 3, 9)."""
+import os
+
+import nova.conf
+from nova.tests.fixtures import glance
+
+from opie.nova import heartbeat
+from tests.functional import base
+
+CONF = nova.conf.CONF
+
+
+def fill_with_preemptibles(test):
+    """Each host full of medium preemptibles (4 x 2 vCPU / 4000 MB).
+
+    Partial billing hours lost, in minutes: host-A 31+32+33+34 = 130,
+    host-B 50+40+5+20 = 115. The cheapest single victim is B-2 (5).
+    """
+    for host, minutes in (('host-A', (91, 152, 213, 274)),
+                          ('host-B', (110, 220, 65, 80))):
+        for i, m in enumerate(minutes):
+            test.boot('medium', '%s-%d' % (host[-1], i), host=host,
+                      preemptible=True, minutes=m)
+    test.select_destinations.reset_mock()
+
+
+class FullOfPreemptibles(base.OpieCloud):
+
+    def setUp(self):
+        super().setUp()
+        fill_with_preemptibles(self)
+        self.preemptibles = self.live_names()
+
+    def test_normal_boot_preempts_cheapest_victim_in_one_pass(self):
+        server = self.boot('medium', 'normal')
+
+        self.assertEqual('host-B', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(1, self.select_destinations.call_count)
+        self.assertEqual(sorted(set(self.preemptibles) - {'B-2'}
+                                | {'normal'}), self.live_names())
+        self.assert_within_capacity()
+        self.assertEqual(0, self.usage('host-A')['VCPU'])
+
+    def test_locked_preemptible_is_never_a_victim(self):
+        b2 = [s for s in self.api.get_servers() if s['name'] == 'B-2'][0]
+        self.api.post_server_action(b2['id'], {'lock': None})
+
+        self.boot('medium', 'normal')
+
+        # Next cheapest: B-3 (20 minutes).
+        self.assertEqual(sorted(set(self.preemptibles) - {'B-3'}
+                                | {'normal'}), self.live_names())
+
+    def test_preemptible_boot_gets_no_valid_host(self):
+        server = self.boot('small', 'late', preemptible=True,
+                           expected_state='ERROR')
+
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertEqual(self.preemptibles,
+                         sorted(set(self.live_names()) - {'late'}))
+        self.assertEqual([], self.preempt_notifications())
+
+    def test_rebuild_on_full_host_preempts_nothing(self):
+        server = self.boot('medium', 'normal')
+        survivors = self.live_names()
+        self.select_destinations.reset_mock()
+
+        self._rebuild_server(server, glance.GlanceFixture.image2['id'])
+
+        self.assertEqual(1, self.select_destinations.call_count)
+        self.assertEqual(survivors, self.live_names())
+        self.assertEqual(1, len(self.preempt_notifications()))
+        self.assert_within_capacity()
+
+
+class NoPreemptibles(base.OpieCloud):
+
+    def test_full_cloud_of_normal_servers_gets_no_valid_host(self):
+        for host in self.HOSTS:
+            for i in range(2):
+                self.boot('large', '%s-%d' % (host[-1], i), host=host)
+
+        server = self.boot('small', 'extra', expected_state='ERROR')
+
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertEqual(['A-0', 'A-1', 'B-0', 'B-1', 'extra'],
+                         self.live_names())
+        self.assertEqual([], self.preempt_notifications())
+
+
+class MaxVictims(base.OpieCloud):
+    OPIE = {'max_victims': 1}
+
+    def test_host_needing_more_victims_is_refused_with_reason(self):
+        fill_with_preemptibles(self)
+
+        server = self.boot('large', 'normal', expected_state='ERROR')
+
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertEqual(9, len(self.live_names()))
+        self.assertEqual([], self.preempt_notifications())
+        self.assertIn('freeing enough needs more than max_victims',
+                      self.stdlog.logger.output)
+
+
+class StockScheduler(base.OpieCloud):
+    """The stock SchedulerManager with OPIE's filter: never overcommits,
+    never preempts."""
+    MANAGER = None
+
+    def test_full_cloud_refuses_normal_and_preemptible(self):
+        fill_with_preemptibles(self)
+        preemptibles = self.live_names()
+
+        for name, preemptible in (('n', False), ('p', True)):
+            server = self.boot('small', name, preemptible=preemptible,
+                               expected_state='ERROR')
+            self.assertIn('No valid host', server['fault']['message'])
+
+        self.assertEqual(preemptibles,
+                         sorted(set(self.live_names()) - {'n', 'p'}))
+        self.assertEqual([], self.preempt_notifications())
+        self.assert_within_capacity()
+
+    def test_preemptibles_fill_but_never_overcommit(self):
+        self.boot('large', 'normal', host='host-A')
+        # Room for three large servers; Placement's preemptible inventory
+        # alone would take four.
+        for i in range(3):
+            self.boot('large', 'p%d' % i, preemptible=True)
+        server = self.boot('large', 'p3', preemptible=True,
+                           expected_state='ERROR')
+
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assert_within_capacity()
+
+
+class Heartbeat(base.OpieCloud):
+
+    def test_manager_writes_heartbeat(self):
+        self.scheduler.manager._opie_heartbeat(None)
+
+        beat = heartbeat.read(CONF.opie.heartbeat_path)
+        self.assertEqual('scheduler', beat['host'])
+        self.assertEqual(os.getpid(), beat['pid'])
+        self.assertEqual('period=1', beat['settings']['costs'])
