@@ -105,15 +105,3 @@ def test_nova_asks_placement_for_custom_classes_only():
     asked = scheduler_utils.resources_from_flavor_and_bfv(nova_flavor, False)
 
     assert asked == dict(zip(rc.CUSTOM, SMALL.size()))
-
-
-def test_the_scheduler_plugin_reads_the_same_mark():
-    hoststate = pytest.importorskip('opie.nova.hoststate')
-
-    assert hoststate.PREEMPTIBLE_SPEC == rc.PREEMPTIBLE_SPEC
-    assert tuple(hoststate.CUSTOM_CLASSES) == tuple(rc.CUSTOM)
-    for value in rc.TRUE_VALUES + rc.FALSE_VALUES + ('ture', ' TRUE'):
-        flavor = flavor_spec.Flavor('f', 1, 1, 1,
-                                    extra_specs={rc.PREEMPTIBLE_SPEC: value})
-        assert hoststate.is_preemptible(flavor) == rc.is_preemptible(
-            flavor.extra_specs), value
