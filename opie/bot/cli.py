@@ -1,8 +1,13 @@
 """``opie-bot``: plan, run or simulate a Bag-of-Tasks job.
 
-Exit codes: 0 done (deadline met), 1 deadline missed, 2 bad input (job
-file, trace, options), reported in one line per problem, never as a
-traceback.
+``run`` uses the simulated cloud unless ``--backend openstack``; a job on
+a cloud has a journal, so ``resume``, ``status`` and ``cancel`` take its
+id.  ``demo`` runs a job on an in-process OpenStack cloud.
+
+Exit codes: 0 done (deadline met), 1 deadline missed (or not finished),
+2 bad input (job file, trace, options, journal), 3 the cloud refused or
+lacks something (credentials, endpoint, flavor, image, store), reported
+in one line per problem, never as a traceback.
 """
 import argparse
 import json
@@ -21,6 +26,7 @@ from opie.bot.sim import preemption
 
 EXIT_MISSED = 1
 EXIT_INPUT = 2
+EXIT_CLOUD = 3
 
 
 class InputError(Exception):
@@ -88,7 +94,23 @@ def _progress_line(snap):
              snap['cost'], snap['slack']), flush=True)
 
 
+def _summary(job, rep, stem):
+    res = rep['result']
+    print('%s: makespan %s (deadline %s, %s), cost $%.4f vs normal-only '
+          '$%.4f (saving %.1f %%)' % (
+              job.name, 'n/a' if res['makespan_s'] is None
+              else _fmt_time(res['makespan_s']), _fmt_time(job.deadline_s),
+              'met' if res['deadline_met'] else 'MISSED', res['cost'],
+              res['baseline_cost'], 100 * res['saving']))
+    for note in rep['misses']:
+        print('miss: %s' % note)
+    print('report: %s.json, %s.html' % (stem, stem))
+    return 0 if res['deadline_met'] else EXIT_MISSED
+
+
 def cmd_run(args):
+    if args.backend == 'openstack':
+        return _cloud_command(_run_openstack, args)
     plan = _load_plan(args)
     job = plan.job
     kwargs = _preemption_args(args, job)
@@ -103,17 +125,101 @@ def cmd_run(args):
         json.dump(rep, f, indent=1)
     with open(stem + '.html', 'w', encoding='utf-8') as f:
         f.write(html.render(rep))
-    res = rep['result']
-    print('%s: makespan %s (deadline %s, %s), cost $%.4f vs normal-only '
-          '$%.4f (saving %.1f %%)' % (
-              job.name, 'n/a' if res['makespan_s'] is None
-              else _fmt_time(res['makespan_s']), _fmt_time(job.deadline_s),
-              'met' if res['deadline_met'] else 'MISSED', res['cost'],
-              res['baseline_cost'], 100 * res['saving']))
-    for note in rep['misses']:
-        print('miss: %s' % note)
-    print('report: %s.json, %s.html' % (stem, stem))
-    return 0 if res['deadline_met'] else EXIT_MISSED
+    return _summary(job, rep, stem)
+
+
+def _cloud_command(command, args):
+    """Run a command that needs the cloud backend; its errors are one
+    line (imported here: the sim backend needs no cloud library)."""
+    from opie.bot.openstack import live
+    try:
+        return command(live, args)
+    except live.CloudError as exc:
+        print('opie-bot: %s' % exc, file=sys.stderr)
+        return EXIT_CLOUD
+    except KeyboardInterrupt:
+        # The journal has every step: the job is only paused.
+        print('opie-bot: interrupted; the servers keep running, '
+              'opie-bot resume (or cancel) JOB_ID', file=sys.stderr)
+        return EXIT_MISSED
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _settings(live, args):
+    return live.Settings(
+        cloud=args.os_cloud, image=args.image, network=args.network,
+        store=args.store, speed=args.speed, poll_s=args.poll,
+        agent_poll_s=args.agent_poll, retries=args.retries)
+
+
+def _drive(live, ctx, args):
+    progress = None if args.quiet else _progress_line
+    finished = live.loop(ctx, progress, args.progress_every / ctx.clock.speed)
+    rep = live.build_report(ctx)
+    os.makedirs(args.report_dir, exist_ok=True)
+    stem = os.path.join(args.report_dir, ctx.job_id)
+    with open(stem + '.json', 'w', encoding='utf-8') as f:
+        json.dump(rep, f, indent=1)
+    with open(stem + '.html', 'w', encoding='utf-8') as f:
+        f.write(html.render(rep))
+    code = _summary(ctx.plan.job, rep, stem)
+    counts = rep['counts']
+    print('preemptions %d, migrations %d, checkpoints %d, restores %d, '
+          'duplicate runs %d, client resumes %d' % (
+              counts['servers_terminated'] + counts['servers_hibernated'],
+              counts['migrations'], counts['checkpoints'],
+              counts['restores'], counts['duplicate_runs'],
+              counts['client_resumes']))
+    return code if finished else EXIT_MISSED
+
+
+def _run_openstack(live, args):
+    plan = _load_plan(args)
+    ctx = live.start(plan, args.job, _settings(live, args),
+                     args.journal_dir)
+    return _drive(live, ctx, args)
+
+
+def cmd_resume(args):
+    def resume(live, args):
+        ctx = live.resume(args.journal_dir, args.job_id, args.os_cloud)
+        print('job %s resumed' % ctx.job_id, flush=True)
+        return _drive(live, ctx, args)
+    return _cloud_command(resume, args)
+
+
+def cmd_status(args):
+    def status(live, args):
+        st = live.status(args.journal_dir, args.job_id)
+        print('job %(job_id)s: %(status)s, %(done)d/%(tasks)d tasks done '
+              'at t=%(t).0f s' % st)
+        print('live servers: %d preemptible, %d normal; preemptions %d, '
+              'migrations %d, duplicate runs %d' % (
+                  st['servers'][model.PREEMPTIBLE],
+                  st['servers'][model.NORMAL], st['preemptions'],
+                  st['migrations'], st['duplicate_runs']))
+        return 0
+    return _cloud_command(status, args)
+
+
+def cmd_cancel(args):
+    def cancel(live, args):
+        live.cancel(args.journal_dir, args.job_id, args.os_cloud)
+        print('job %s cancelled: its servers and objects are deleted'
+              % args.job_id)
+        return 0
+    return _cloud_command(cancel, args)
+
+
+def cmd_demo(args):
+    from opie.bot import democloud
+    try:
+        cloud = democloud.load()
+    except democloud.Unavailable as exc:
+        raise InputError('opie-bot demo: %s' % exc) from None
+    from opie.bot.democloud import demo
+    return demo.run(cloud, args)
 
 
 def cmd_sim(args):
@@ -142,6 +248,42 @@ def _limit_options(parser):
                         help='with --normal-limit: the total normal limit')
 
 
+JOURNAL_DIR = 'opie-bot-jobs'
+
+
+def _positive(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if value <= 0:
+        raise argparse.ArgumentTypeError('%r is not a positive number'
+                                         % text)
+    return value
+
+
+def _cloud_options(parser):
+    group = parser.add_argument_group('openstack backend')
+    group.add_argument('--os-cloud', metavar='NAME',
+                       help='cloud of clouds.yaml (default: $OS_CLOUD, '
+                       'else the OS_* variables)')
+    group.add_argument('--image', default='cirros',
+                       help='image name or id with python3 and cloud-init')
+    group.add_argument('--network', default='auto',
+                       help='network id, auto or none')
+    group.add_argument('--store', default='swift',
+                       help='swift, or file:///PATH shared with the servers')
+    group.add_argument('--speed', type=_positive, default=1.0,
+                       help='job seconds per wall second (demo clouds)')
+    group.add_argument('--poll', type=_positive, default=5.0,
+                       metavar='SECONDS', help='wall seconds between polls')
+    group.add_argument('--agent-poll', type=_positive, default=5.0,
+                       metavar='SECONDS')
+    group.add_argument('--retries', type=int, default=0,
+                       help='reruns of a task whose command fails')
+    group.add_argument('--journal-dir', default=JOURNAL_DIR)
+
+
 def parser():
     p = argparse.ArgumentParser(prog='opie-bot', description=__doc__)
     sub = p.add_subparsers(dest='command', required=True)
@@ -152,7 +294,8 @@ def parser():
 
     sp = sub.add_parser('run', help='run a job, with progress and a report')
     sp.add_argument('job')
-    sp.add_argument('--backend', choices=['sim'], default='sim')
+    sp.add_argument('--backend', choices=['sim', 'openstack'],
+                    default='sim')
     group = sp.add_mutually_exclusive_group()
     group.add_argument('--scenario', choices=list(scenarios.TABLE8),
                        help='preemption scenario of HADS Table 8')
@@ -170,7 +313,30 @@ def parser():
                     metavar='SECONDS', help='simulated seconds per line')
     sp.add_argument('--quiet', action='store_true')
     _limit_options(sp)
+    _cloud_options(sp)
     sp.set_defaults(func=cmd_run)
+
+    for name, func, text in (
+            ('resume', cmd_resume, 'continue a job whose client died'),
+            ('status', cmd_status, 'where a job on a cloud stands'),
+            ('cancel', cmd_cancel, "delete a job's servers and objects")):
+        sp = sub.add_parser(name, help=text)
+        sp.add_argument('job_id')
+        sp.add_argument('--journal-dir', default=JOURNAL_DIR)
+        sp.add_argument('--os-cloud', metavar='NAME',
+                        help='override the cloud the job was started on')
+        sp.add_argument('--report-dir', default='opie-bot-reports')
+        sp.add_argument('--progress-every', type=float, default=120.0,
+                        metavar='SECONDS')
+        sp.add_argument('--quiet', action='store_true')
+        sp.set_defaults(func=func)
+
+    sp = sub.add_parser('demo', help='a job on an in-process OpenStack '
+                        'cloud with the OPIE scheduler, preempted')
+    sp.add_argument('--speed', type=float, default=30.0,
+                    help='job seconds per wall second')
+    sp.add_argument('--workdir', help='keep the demo\'s files here')
+    sp.set_defaults(func=cmd_demo)
 
     sp = sub.add_parser('sim', help='statistics over scenarios and seeds')
     sp.add_argument('job')
@@ -193,3 +359,7 @@ def main(argv=None):
     except InputError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INPUT
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -125,9 +125,12 @@ def build(result, baseline=None):
     end_time = finish if finish is not None else max(r['t'] for r in records)
     rows = servers(records, end_time)
     cost = sum(s['cost'] for s in rows)
-    billed = {b['server']: b for b in result.bill}
-    agree = all(billed[s['server']]['billed_s'] == s['billed_s']
-                for s in rows) and len(billed) == len(rows)
+    # A real cloud's bill is not the client's to read: None.
+    agree = None
+    if result.bill is not None:
+        billed = {b['server']: b for b in result.bill}
+        agree = all(billed[s['server']]['billed_s'] == s['billed_s']
+                    for s in rows) and len(billed) == len(rows)
     count = {}
     for r in records:
         count[r['event']] = count.get(r['event'], 0) + 1
@@ -163,7 +166,11 @@ def build(result, baseline=None):
             'preemption_events': sum(1 for e in result.preemptions
                                      if e['event'] != 'resume'),
             'servers_hibernated': count.get('server_hibernated', 0),
-            'servers_terminated': count.get('server_preempted', 0),
+            # A server that failed to boot (no room) is lost as one that
+            # was preempted, but is no preemption.
+            'servers_terminated': count.get('server_preempted', 0)
+            - count.get('server_error', 0),
+            'boot_failures': count.get('server_error', 0),
             'resumes_before_mtt': sum(
                 1 for r in records if r['event'] == 'server_resumed'
                 and r['before_mtt']),
@@ -178,6 +185,10 @@ def build(result, baseline=None):
             'restores': sum(1 for r in records if r['event'] == 'task_start'
                             and r['saved'] > 0),
             'resume_guard_moves': count.get('resume_guard', 0),
+            'duplicate_runs': count.get('task_duplicate', 0),
+            'found_committed': count.get('task_found_committed', 0),
+            'failed_tasks': count.get('task_failed', 0),
+            'client_resumes': count.get('resume', 0),
             'normal_servers': sum(1 for s in rows
                                   if s['market'] == model.NORMAL),
             'preemptible_servers': sum(1 for s in rows
@@ -189,7 +200,8 @@ def build(result, baseline=None):
                 cost, sum(s['billed_s'] * s['price_h'] / 3600.0
                           for s in rows)),
             'matches_cloud_bill': agree,
-            'cloud_bill': sum(b['cost'] for b in result.bill),
+            'cloud_bill': None if result.bill is None
+            else sum(b['cost'] for b in result.bill),
         },
         'preemptions': result.preemptions,
         'servers': rows,

@@ -17,6 +17,11 @@ Servers of the primary map are created when the job starts.  Then:
   server resuming just before mtt can run past D).  After mtt it is idle
   and tries work stealing.
 
+On a real cloud whose hibernation is OPIE's shelve mode, a server nobody
+resumed by its mtt is deleted once its tasks moved (``drop_at_mtt``): the
+client stops trying to unshelve it.  ``adopt`` continues a job a killed
+client started, from the journal and what the cloud and the agents say.
+
 Migrated tasks restart from their last checkpoint (Alg. 6).  A task that
 no server can end before D goes where it ends soonest; the journal says
 which limit stopped a new normal server, so a late job can be explained.
@@ -29,9 +34,24 @@ from opie.bot import placement
 from opie.bot import ports
 
 
+class Adopted:
+    """A live server handed to :meth:`Scheduler.adopt`; ``running`` maps
+    a task to (fraction it started from, job time it started)."""
+
+    def __init__(self, server_id, key, flavor, market, created, active,
+                 running):
+        self.server_id = server_id
+        self.key = key
+        self.flavor = flavor
+        self.market = market
+        self.created = created
+        self.active = active
+        self.running = running
+
+
 class Scheduler:
     def __init__(self, plan, clock, cloud, runner, checkpoints, journal,
-                 on_done=None):
+                 on_done=None, drop_at_mtt=False):
         self.job = plan.job
         self.plan = plan
         self.clock = clock
@@ -48,6 +68,7 @@ class Scheduler:
         self.stranded = []
         self.finished = False
         self._new_normal = 0
+        self.drop_at_mtt = drop_at_mtt
         cloud.watch(self._server_event)
         runner.watch(self._task_event)
 
@@ -98,6 +119,47 @@ class Scheduler:
             server = self._create(ps.flavor, ps.market, ps.key, 'plan')
             server.waiting = [t for t, _, _ in
                               sorted(ps.tasks, key=lambda x: x[1])]
+
+    def adopt(self, servers, done, new_normal):
+        """Continue the job of a killed client.
+
+        ``servers`` (:class:`Adopted`) are the servers the journal and the
+        cloud show alive, with the tasks their agents run; ``done`` the
+        tasks whose results are committed; ``new_normal`` how many normal
+        servers migrations created so far (their keys go on from there).
+        Running tasks stay where they are.  The other unfinished tasks
+        were queued, stranded, or on their way to a new server when the
+        client died: they go through Alg. 6 again, as if their server had
+        just been lost.
+        """
+        self.done = set(done)
+        for task_id in self.done:
+            self.fleet.saved[task_id] = 1.0
+        self._new_normal = new_normal
+        running = set()
+        for a in servers:
+            server = fleet_mod.Server(a.server_id, a.key, a.flavor, a.market,
+                                      self.fleet.slots(a.flavor), a.created,
+                                      self.alpha)
+            self.fleet.add(server)
+            server.active = a.active
+            for task_id, (saved, started) in a.running.items():
+                run = self.fleet.run_for(task_id, a.flavor, a.market, saved)
+                server.running[task_id] = fleet_mod.Running(run, started)
+                running.add(task_id)
+            server.state = (fleet_mod.BUSY if server.running and a.active
+                            else fleet_mod.IDLE if a.active
+                            else fleet_mod.BOOTING)
+        pending = [t for t in self.fleet.tasks
+                   if t not in self.done and t not in running]
+        self._log('resume', servers=len(servers), done=len(self.done),
+                  running=len(running), pending=len(pending))
+        if len(self.done) == len(self.fleet.tasks):
+            self._finish()
+            return
+        self._migrate(pending, None)
+        for server in self.fleet.in_state(fleet_mod.IDLE):
+            self._became_idle(server)
 
     def _finish(self):
         self.finished = True
@@ -153,13 +215,15 @@ class Scheduler:
         queue = server.queue()
         self._log('server_hibernated', server=server.id, tasks=len(queue))
         if not queue:
+            if self.drop_at_mtt:
+                self._delete(server, 'hibernated with nothing to do')
             return
         rt = self.place.estimate_rt(queue, self.now(), exclude=server)
         mtt = self.deadline - (rt + self.alpha)
         self._log('mtt', server=server.id, mtt=mtt,
                   rt=rt if rt != float('inf') else None)
         if mtt <= self.now():
-            self._migrate_frozen(server)
+            self._mtt_reached(server)
         else:
             server.mtt_timer = self.clock.call_at(mtt, self._mtt_reached,
                                                   server)
@@ -168,6 +232,8 @@ class Scheduler:
         server.mtt_timer = None
         if server.state == fleet_mod.HIBERNATED:
             self._migrate_frozen(server)
+            if self.drop_at_mtt:
+                self._delete(server, 'not resumed by its mtt')
 
     def _on_resumed(self, server):
         now = self.now()
@@ -346,7 +412,8 @@ class Scheduler:
             server.waiting.append(task_id)
             server.changed()
             touched[server.id] = server
-            self._log('task_migrate', task=task_id, src=source.id,
+            self._log('task_migrate', task=task_id,
+                      src=source.id if source else None,
                       dst=server.id, via=choice.kind,
                       saved=self.fleet.saved[task_id])
         for server in touched.values():

@@ -20,8 +20,6 @@ from opie.cmd import errors
 from opie.cmd import flavor_spec
 from opie.core import preemptible as rc
 
-SUFFIX = '-preemptible'
-
 
 def register(subparsers):
     flavor = subparsers.add_parser('flavor', help='preemptible flavors')
@@ -39,7 +37,7 @@ def register(subparsers):
                         help='name or id of the normal flavor')
     create.add_argument('--name',
                         help='name of the new flavor (default: '
-                        'NORMAL_FLAVOR%s)' % SUFFIX)
+                        'NORMAL_FLAVOR%s)' % rc.NAME_SUFFIX)
     create.add_argument('--description',
                         help='description of the new flavor (default: '
                         'that of the normal one)')
@@ -70,7 +68,7 @@ def create_command(args):
                                     % args.normal)
         normal = cloud.flavor_of(source)
         specs = twin_specs(normal)
-        name = args.name or normal.name + SUFFIX
+        name = args.name or normal.name + rc.NAME_SUFFIX
         existing = conn.find_flavor(name)
         if existing is not None:
             return _existing(normal, cloud.flavor_of(existing),

@@ -18,6 +18,9 @@ CUSTOM = res.Resources('CUSTOM_PREEMPTIBLE_VCPU',
 # the FALSE ones is a typo the audit reports.
 TRUE_VALUES = ('true', '1', 'yes')
 FALSE_VALUES = ('false', '0', 'no', '')
+# ``opie-manage flavor create-preemptible`` names a flavor's preemptible
+# twin after it, and opie-bot finds the twin by that name.
+NAME_SUFFIX = '-preemptible'
 
 
 def spec_value(extra_specs):

@@ -1,0 +1,346 @@
+"""The task agent: runs a server's tasks, reports, checkpoints.
+
+``opie-bot`` puts this file, followed by its settings, on every server it
+creates as cloud-init user data (a ``#!`` user script), so a server needs
+no inbound network, floating IP or SSH: the agent and the client only
+meet in the job's object store, where each writes its own objects:
+
+``servers/<server>/assign.json`` (client)
+    ``{task_id: assignment}``: the tasks this server must run.  A task
+    that leaves it is killed.
+``servers/<server>/status.json`` (agent)
+    A heartbeat and, per task, ``state`` (running, finished, failed),
+    ``attempt``, ``progress`` and whether this run ``committed``.
+``checkpoints/<task>/<n>.tar.gz`` and ``checkpoints/<task>/latest.json``
+    The task's state directory (``$OPIE_STATE_DIR``), every time a
+    checkpoint falls due, and the pointer to the newest one: ``fraction``
+    of the work saved (from ``$OPIE_STATE_DIR/progress`` when the task
+    writes it, else estimated from elapsed time), ``object``, ``server``.
+``results/<task>.json``
+    The result (exit status, end of the output), created only if absent,
+    so a task is committed exactly once however many times it runs; a run
+    that finds it there reports ``committed: false`` (a duplicate).
+
+A restored task starts with the state directory of its latest checkpoint.
+The store is a directory (a shared file system, or the demo's host) or a
+Swift container reached with TempURL signatures, so the only secret on the
+server is the container's TempURL key.  Standard library only: this file
+runs on any image with Python 3.
+"""
+import hashlib
+import hmac
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+# How much of a task's output its result keeps.
+OUTPUT_TAIL = 4096
+# Checkpoint archives kept per task besides the newest.
+KEEP_OLD = 1
+
+
+class DirStore:
+    """Objects as files under ``root``; writes are atomic renames."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def _path(self, key):
+        return os.path.join(self.root, *key.split('/'))
+
+    def get(self, key):
+        try:
+            with open(self._path(key), 'rb') as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def _tmp(self, key, data):
+        path = self._path(key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.')
+        with os.fdopen(fd, 'wb') as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        return path, tmp
+
+    def put(self, key, data):
+        path, tmp = self._tmp(key, data)
+        os.replace(tmp, path)
+
+    def create(self, key, data):
+        """Write ``key`` unless it exists; True if this call wrote it."""
+        path, tmp = self._tmp(key, data)
+        try:
+            os.link(tmp, path)
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+
+    def delete(self, key):
+        try:
+            os.unlink(self._path(key))
+        except FileNotFoundError:
+            pass
+
+    def list(self, prefix=''):
+        out = []
+        for top, dirs, files in os.walk(self.root):
+            rel = os.path.relpath(top, self.root)
+            for name in files:
+                if name.startswith('.'):
+                    continue
+                key = name if rel == '.' else '%s/%s' % (
+                    rel.replace(os.sep, '/'), name)
+                if key.startswith(prefix):
+                    out.append(key)
+        return sorted(out)
+
+    def destroy(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class TempUrlStore:
+    """Objects of one Swift container, each request signed with the
+    container's TempURL key (HMAC-SHA256), so no token is needed."""
+
+    def __init__(self, url, key, ttl_s=300):
+        self.url = url.rstrip('/')
+        self.key = key.encode()
+        self.ttl_s = ttl_s
+        self.path = urllib.parse.urlsplit(self.url).path
+
+    def _request(self, method, key, data=None, headers=None):
+        expires = int(time.time() + self.ttl_s)
+        path = '%s/%s' % (self.path, urllib.parse.quote(key))
+        body = '%s\n%d\n%s' % (method, expires, path)
+        sig = hmac.new(self.key, body.encode(), hashlib.sha256).hexdigest()
+        url = '%s/%s?temp_url_sig=%s&temp_url_expires=%d' % (
+            self.url, urllib.parse.quote(key), sig, expires)
+        req = urllib.request.Request(url, data=data, method=method,
+                                     headers=headers or {})
+        return urllib.request.urlopen(req, timeout=60)
+
+    def get(self, key):
+        try:
+            with self._request('GET', key) as resp:
+                return resp.read()
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+    def put(self, key, data):
+        self._request('PUT', key, data).close()
+
+    def create(self, key, data):
+        try:
+            self._request('PUT', key, data, {'If-None-Match': '*'}).close()
+            return True
+        except urllib.error.HTTPError as exc:
+            if exc.code == 412:
+                return False
+            raise
+
+    def delete(self, key):
+        try:
+            self._request('DELETE', key).close()
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise
+
+
+def open_store(spec):
+    if spec['kind'] == 'dir':
+        return DirStore(spec['path'])
+    return TempUrlStore(spec['url'], spec['temp_url_key'])
+
+
+def read_json(store, key):
+    data = store.get(key)
+    return None if data is None else json.loads(data)
+
+
+def write_json(store, key, value):
+    store.put(key, json.dumps(value, sort_keys=True).encode())
+
+
+def pack(directory):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode='w:gz') as tar:
+        tar.add(directory, arcname='.')
+    return buf.getvalue()
+
+
+def unpack(data, directory):
+    with tarfile.open(fileobj=io.BytesIO(data), mode='r:gz') as tar:
+        tar.extractall(directory, filter='data')
+
+
+class Run:
+    """One attempt at a task on this server."""
+
+    def __init__(self, agent, task_id, assignment):
+        self.agent = agent
+        self.task_id = task_id
+        self.a = assignment
+        self.attempt = assignment['attempt']
+        self.dir = os.path.join(agent.workdir, task_id,
+                                str(self.attempt))
+        self.state_dir = os.path.join(self.dir, 'state')
+        self.proc = None
+        self.started = None
+        self.tries = 0
+        self.due = list(assignment.get('checkpoints_at', ()))
+        self.report = {'attempt': self.attempt, 'state': 'running',
+                       'progress': assignment.get('start', 0.0)}
+
+    def launch(self):
+        """Start (or restart after a failure) from the latest checkpoint."""
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+        os.makedirs(self.state_dir)
+        start = self.agent.restore(self.task_id, self.state_dir)
+        self.a['start'] = start
+        env = dict(os.environ, OPIE_TASK_ID=self.task_id,
+                   OPIE_STATE_DIR=self.state_dir,
+                   OPIE_SPEED=str(self.agent.speed))
+        self.log = open(os.path.join(self.dir, 'output'), 'wb')
+        self.proc = subprocess.Popen(
+            self.a['command'], shell=True, cwd=self.dir, env=env,
+            stdout=self.log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+        self.started = time.monotonic()
+        self.tries += 1
+
+    def progress(self):
+        try:
+            with open(os.path.join(self.state_dir, 'progress')) as f:
+                return min(max(float(f.read()), 0.0), 1.0)
+        except (OSError, ValueError):
+            pass
+        work = self.a.get('work_s') or 0.0
+        if work <= 0:
+            return self.a['start']
+        done = (time.monotonic() - self.started) * self.agent.speed / work
+        return min(self.a['start'] + done, 0.99)
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        if self.proc is not None:
+            self.log.close()
+
+    def step(self):
+        """Advance; return True once the run is over."""
+        rc = self.proc.poll()
+        if rc is None:
+            elapsed = time.monotonic() - self.started
+            while self.due and self.due[0] <= elapsed:
+                self.due.pop(0)
+                self.agent.checkpoint(self.task_id, self.state_dir,
+                                      self.progress())
+            self.report['progress'] = self.progress()
+            return False
+        self.log.close()
+        if rc != 0 and self.tries <= self.a.get('retries', 0):
+            self.launch()
+            return False
+        with open(os.path.join(self.dir, 'output'), 'rb') as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - OUTPUT_TAIL))
+            output = f.read().decode('utf-8', 'replace')
+        result = {'task': self.task_id, 'exit_status': rc,
+                  'attempt': self.attempt, 'server': self.agent.server,
+                  'output': output}
+        committed = self.agent.store.create(
+            'results/%s.json' % self.task_id,
+            json.dumps(result, sort_keys=True).encode())
+        self.report.update(state='finished' if rc == 0 else 'failed',
+                           progress=1.0, committed=committed,
+                           exit_status=rc)
+        return True
+
+
+class Agent:
+    def __init__(self, config, workdir):
+        self.server = config['server']
+        self.store = open_store(config['store'])
+        self.speed = config.get('speed', 1.0)
+        self.poll_s = config.get('poll_s', 5.0)
+        self.workdir = workdir
+        self.runs = {}
+        self.over = {}
+
+    def restore(self, task_id, state_dir):
+        """Unpack the task's latest checkpoint; the fraction it saved."""
+        latest = read_json(self.store, 'checkpoints/%s/latest.json' % task_id)
+        if latest is None:
+            return 0.0
+        data = self.store.get(latest['object'])
+        if data is None:
+            return 0.0
+        unpack(data, state_dir)
+        return latest['fraction']
+
+    def checkpoint(self, task_id, state_dir, fraction):
+        prefix = 'checkpoints/%s/' % task_id
+        latest = read_json(self.store, prefix + 'latest.json')
+        seq = latest['seq'] + 1 if latest else 1
+        obj = '%s%d.tar.gz' % (prefix, seq)
+        self.store.put(obj, pack(state_dir))
+        write_json(self.store, prefix + 'latest.json', {
+            'seq': seq, 'object': obj, 'fraction': fraction,
+            'server': self.server, 'written_at': time.time()})
+        if seq > KEEP_OLD + 1:
+            self.store.delete('%s%d.tar.gz' % (prefix, seq - KEEP_OLD - 1))
+
+    def cycle(self):
+        base = 'servers/%s/' % self.server
+        wanted = read_json(self.store, base + 'assign.json') or {}
+        for task_id, run in list(self.runs.items()):
+            if wanted.get(task_id, {}).get('attempt') != run.attempt:
+                run.kill()
+                del self.runs[task_id]
+        for task_id, assignment in wanted.items():
+            key = (task_id, assignment['attempt'])
+            if task_id not in self.runs and key not in self.over:
+                run = self.runs[task_id] = Run(self, task_id, assignment)
+                run.launch()
+        for task_id, run in list(self.runs.items()):
+            if run.step():
+                self.over[(task_id, run.attempt)] = run.report
+                del self.runs[task_id]
+        tasks = {t: report for (t, _), report in self.over.items()
+                 if wanted.get(t, {}).get('attempt') == report['attempt']}
+        tasks.update((t, r.report) for t, r in self.runs.items())
+        write_json(self.store, base + 'status.json',
+                   {'heartbeat': time.time(), 'tasks': tasks})
+
+    def serve(self):
+        while True:
+            try:
+                self.cycle()
+            except (OSError, ValueError) as exc:
+                # A store hiccup: the next cycle tries again.
+                print('opie-agent: %s' % exc, file=sys.stderr, flush=True)
+            time.sleep(self.poll_s)
+
+
+def main(config):
+    workdir = os.environ.get('OPIE_AGENT_DIR', '/var/lib/opie-agent')
+    os.makedirs(workdir, exist_ok=True)
+    Agent(config, workdir).serve()

@@ -1,0 +1,27 @@
+"""An in-process OpenStack cloud for ``opie-bot demo`` and its tests.
+
+Nova and Placement run in this process on Nova's own functional test
+harness, with OPIE's scheduler plugin, and Nova's API is served on a real
+127.0.0.1 port, so ``opie-bot`` and the task agents talk to it as real
+subprocesses.  It needs Nova, which ``opie-bot`` does not: import it
+through :func:`load` for a clear message when Nova is missing.
+"""
+import importlib
+
+NEEDS = ('the demo needs the functional extras: '
+         'pip install opie[functional]')
+
+
+class Unavailable(Exception):
+    """Nova (or its test harness) is not installed."""
+
+
+def load():
+    """The :mod:`opie.bot.democloud.cloud` module, Nova imported."""
+    try:
+        # Nova decides how to monkey patch in nova.tests.functional; it
+        # must come before anything else of Nova.
+        importlib.import_module('nova.tests.functional')
+        return importlib.import_module('opie.bot.democloud.cloud')
+    except ImportError as exc:
+        raise Unavailable('%s (%s)' % (NEEDS, exc)) from None

@@ -1,0 +1,209 @@
+"""Nova + Placement in this process, Nova's API on a 127.0.0.1 port.
+
+Built on Nova's functional test harness (``_IntegratedTestBase``: API,
+conductor, scheduler, fake computes, Placement), exactly as Nova tests
+itself, with:
+
+* OPIE's scheduler (``OpieSchedulerManager``, its filter and weighers);
+* computes of 8 vCPU / 16384 MB running :class:`virt.AgentDriver`, each
+  given ``CUSTOM_PREEMPTIBLE_*`` inventory by a provider.yaml that
+  ``opie-manage provider-config`` would write;
+* flavors ``small``, ``medium``, ``large`` and their preemptible twins
+  ``*-preemptible`` as ``opie-manage flavor create-preemptible`` makes them;
+* Nova's API served by a threaded WSGI server on 127.0.0.1.  There is no
+  Keystone: a request must carry the cloud's token (``X-Auth-Token``) and
+  acts as a member of the harness' project, so clients use keystoneauth1's
+  ``admin_token`` plugin.
+
+The harness is a test case: :class:`InProcessCloud` is started with
+``setUp()`` and stopped with ``cleanUp()``, in tests and in the demo alike.
+"""
+import os
+import secrets
+import shutil
+import socketserver
+import sys
+import tempfile
+import threading
+import warnings
+from wsgiref import simple_server
+
+import fixtures
+from sqlalchemy import exc as sqla_exc
+import yaml
+
+from nova.tests import fixtures as nova_fixtures
+from nova.tests.functional import integrated_helpers
+
+from opie.bot.democloud import virt
+from opie.bot.openstack import nova as bot_nova
+from opie.cmd import flavor_spec
+from opie.cmd import provider_config
+from opie.core import resources as res
+from opie.nova import conf as opie_conf
+
+MANAGER = 'opie.nova.manager.OpieSchedulerManager'
+# vCPUs, RAM (MB), disk (GB): the OPIE paper's Table 2.
+SIZES = {'small': (1, 2000, 20), 'medium': (2, 4000, 40),
+         'large': (4, 8000, 80)}
+PREEMPTIBLE_SUFFIX = bot_nova.PREEMPTIBLE_SUFFIX
+IMAGE = 'cirros'
+
+
+class _Tenant:
+    """WSGI middleware: the token check Keystone would do, and the
+    identity headers the harness' stubbed auth reads."""
+
+    def __init__(self, app, token, project_id):
+        self.app = app
+        self.token = token
+        self.project_id = project_id
+
+    def __call__(self, environ, start_response):
+        given = environ.get('HTTP_X_AUTH_TOKEN', '')
+        if not secrets.compare_digest(given, self.token):
+            start_response('401 Unauthorized',
+                           [('Content-Type', 'application/json')])
+            return [b'{"error": {"message": "The request you have made '
+                    b'requires authentication.", "code": 401}}']
+        environ['HTTP_X_AUTH_USER'] = 'tenant'
+        environ['HTTP_X_AUTH_PROJECT_ID'] = self.project_id
+        environ['HTTP_X_ROLES'] = 'reader,member'
+        return self.app(environ, start_response)
+
+
+class _Server(socketserver.ThreadingMixIn, simple_server.WSGIServer):
+    daemon_threads = True
+
+
+class _Quiet(simple_server.WSGIRequestHandler):
+    def log_message(self, *args):
+        """Requests are not worth a line each."""
+
+
+class InProcessCloud(integrated_helpers._IntegratedTestBase):
+    ADMIN_API = True
+    microversion = 'latest'
+    HOSTS = ('host-A', 'host-B')
+    # [opie] options.
+    OPIE = {}
+
+    def __init__(self, methodName='runTest', workdir=None):
+        super().__init__(methodName)
+        self.workdir = workdir
+
+    def runTest(self):
+        """The harness runs no test of its own when used as a cloud."""
+
+    # -- set up ---------------------------------------------------------
+
+    def setUp(self):
+        temporary = self.workdir is None
+        if temporary:
+            self.workdir = tempfile.mkdtemp(prefix='opie-cloud-')
+        os.makedirs(self.workdir, exist_ok=True)
+        self.guests = virt.Guests(os.path.join(self.workdir, 'guests'))
+        super().setUp()
+        if temporary:
+            # Runs last: after the guests are halted.
+            self.addCleanup(shutil.rmtree, self.workdir, True)
+        self.addCleanup(self.guests.halt_all)
+        self.flavors = {}
+        for size, (vcpus, memory_mb, disk_gb) in SIZES.items():
+            self.flavors[size] = self._create_flavor(
+                name=size, vcpu=vcpus, memory_mb=memory_mb, disk=disk_gb,
+                ephemeral=0)
+            specs = flavor_spec.preemptible_specs(flavor_spec.Flavor(
+                size, vcpus, memory_mb, disk_gb))
+            name = size + PREEMPTIBLE_SUFFIX
+            self.flavors[name] = self._create_flavor(
+                name=name, vcpu=vcpus, memory_mb=memory_mb, disk=disk_gb,
+                ephemeral=0, extra_spec=specs)
+        self.image = nova_fixtures.GlanceFixture.image1['id']
+        self.token = secrets.token_urlsafe(24)
+        self._serve()
+
+    def _setup_services(self):
+        # SQLAlchemy 2.1 deprecates orm.noload(), which Nova uses; Nova's
+        # WarningsFixture turns that into an error (HTTP 500).
+        warnings.filterwarnings('ignore', message=r'The noload\(\) option',
+                                category=sqla_exc.SADeprecationWarning)
+        # A pip-installed Nova keeps api-paste.ini under the venv, not
+        # next to the package as ConfFixture assumes.
+        self.flags(api_paste_config=os.path.join(
+            sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
+        self.flags(instances=-1, cores=-1, ram=-1, group='quota')
+        config_dir = self.useFixture(fixtures.TempDir()).path
+        capacity = res.Resources(virt.CAPACITY['VCPU'],
+                                 virt.CAPACITY['MEMORY_MB'],
+                                 virt.CAPACITY['DISK_GB'])
+        document = provider_config.build(capacity, (1.0, 1.0, 1.0),
+                                         (0, 0, 0))
+        with open(os.path.join(config_dir, 'opie.yaml'), 'w') as f:
+            yaml.safe_dump(document, f)
+        self.flags(provider_config_location=config_dir, group='compute')
+        self.flags(heartbeat_path=os.path.join(config_dir, 'heartbeat'),
+                   group=opie_conf.GROUP_NAME)
+        for name, value in self.OPIE.items():
+            self.flags(group=opie_conf.GROUP_NAME, **{name: value})
+        super()._setup_services()
+
+    def _setup_scheduler_service(self):
+        self.flags(
+            available_filters=['nova.scheduler.filters.all_filters',
+                               'opie.nova.filters.PreemptibleFilter'],
+            enabled_filters=['ComputeFilter', 'ComputeCapabilitiesFilter',
+                             'ImagePropertiesFilter', 'PreemptibleFilter'],
+            weight_classes=[
+                'nova.scheduler.weights.all_weighers',
+                'opie.nova.weights.overcommit.OvercommitWeigher',
+                'opie.nova.weights.preemption_cost.PreemptionCostWeigher'],
+            group='filter_scheduler')
+        return self.start_service('scheduler', manager=MANAGER)
+
+    def _setup_compute_service(self):
+        virt.AgentDriver.guests = self.guests
+        # Nova loads drivers from nova.virt only.
+        self.stub_out('nova.virt.fake.AgentDriver', virt.AgentDriver)
+        self.flags(compute_driver='fake.AgentDriver',
+                   reserved_host_memory_mb=0, cpu_allocation_ratio=1.0,
+                   ram_allocation_ratio=1.0, disk_allocation_ratio=1.0,
+                   shelved_offload_time=0)
+        for host in self.HOSTS:
+            compute = self._start_compute(host)
+        return compute
+
+    def _serve(self):
+        app = _Tenant(self.api_fixture.app(), self.token,
+                      nova_fixtures.PROJECT_ID)
+        httpd = simple_server.make_server('127.0.0.1', 0, app,
+                                          server_class=_Server,
+                                          handler_class=_Quiet)
+        thread = threading.Thread(target=httpd.serve_forever,
+                                  kwargs={'poll_interval': 0.1},
+                                  daemon=True)
+        thread.start()
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        self.endpoint = 'http://127.0.0.1:%d/v2.1' % httpd.server_port
+
+    # -- for the client and the demo -------------------------------------
+
+    def clouds_yaml(self, path, name='demo', token=None):
+        """Write a clouds.yaml with one cloud, ``name``, for this cloud."""
+        document = {'clouds': {name: {
+            'auth_type': 'admin_token',
+            'auth': {'endpoint': self.endpoint,
+                     'token': token or self.token}}}}
+        with open(path, 'w', encoding='utf-8') as f:
+            yaml.safe_dump(document, f)
+        return path
+
+    def boot_normal(self, size, name):
+        """Boot a normal server as another tenant's workload would."""
+        return self._create_server(
+            name=name, flavor_id=self.flavors[size], networks='none',
+            expected_state='ACTIVE')
+
+    def server_names(self):
+        return sorted(s['name'] for s in self.api.get_servers())

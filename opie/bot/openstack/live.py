@@ -1,0 +1,333 @@
+"""Run, resume, inspect or cancel a job on an OpenStack cloud.
+
+One loop, one thread: poll Nova for server changes, poll the agents'
+status, run the timers that are due, sleep.  Everything the scheduler
+decides or sees goes to the SQLite journal first (:mod:`opie.bot.journal`),
+so the client may be killed at any point: ``resume`` rebuilds the job from
+the journal, the servers Nova still has with the job's tag, the agents'
+assignments and the committed results, and carries on.
+
+Errors the user can fix (credentials, endpoint, flavor, image, store) end
+the command with one line and exit status 3, the journal untouched.
+"""
+import collections
+import dataclasses
+import json
+import os
+import secrets
+import time
+
+from keystoneauth1 import exceptions as ks_exceptions
+from novaclient import exceptions as nova_exceptions
+
+from opie.bot import jobfile
+from opie.bot import journal as journal_mod
+from opie.bot import model
+from opie.bot import planner
+from opie.bot import report
+from opie.bot import scheduler as scheduler_mod
+from opie.bot.openstack import auth
+from opie.bot.openstack import clock as clock_mod
+from opie.bot.openstack import nova
+from opie.bot.openstack import runner as runner_mod
+from opie.bot.openstack import stores
+from opie.bot.sim import backend as sim_backend
+
+CLOUD_ERRORS = (ks_exceptions.ClientException,
+                nova_exceptions.ClientException)
+# Consecutive failed polls before the client stops (the job can resume).
+MAX_FAILED_POLLS = 20
+
+
+class CloudError(Exception):
+    """Something the user must fix on the cloud side; one line."""
+
+
+@dataclasses.dataclass
+class Settings:
+    cloud: str = None
+    image: str = 'cirros'
+    network: str = 'auto'
+    store: str = 'swift'
+    speed: float = 1.0
+    poll_s: float = 5.0
+    agent_poll_s: float = 5.0
+    retries: int = 0
+
+
+class Job:
+    """Everything one run of the client holds."""
+
+    def __init__(self, journal, plan, settings, job_id, t0, conn):
+        self.journal = journal
+        self.plan = plan
+        self.settings = settings
+        self.job_id = job_id
+        self.clock = clock_mod.RealClock(t0, settings.speed)
+        try:
+            self.store, agent_spec = stores.open_store(
+                settings.store, job_id, conn, create=True)
+        except stores.StoreError as exc:
+            raise CloudError(str(exc)) from None
+        if agent_spec.get('temp_url_key'):
+            journal.secrets += (agent_spec['temp_url_key'],)
+
+        def user_data(name):
+            return runner_mod.user_data({
+                'server': name, 'store': agent_spec,
+                'speed': settings.speed, 'poll_s': settings.agent_poll_s})
+
+        self.cloud = nova.NovaCloud(
+            conn, job_id, settings.image, settings.network, journal,
+            self.clock, user_data,
+            unshelve_every_s=max(settings.poll_s, 60.0 / settings.speed))
+        self.cloud.check(plan.job)
+        self.runner = runner_mod.AgentRunner(
+            self.store, self.cloud.name_of, journal, self.clock,
+            settings.speed, settings.retries)
+        self.runner.set_commands(plan.job)
+        self.cloud.watch(self.runner.server_event)
+        self.checkpoints = runner_mod.AgentCheckpoints(self.store)
+        self.scheduler = scheduler_mod.Scheduler(
+            plan, self.clock, self.cloud, self.runner, self.checkpoints,
+            journal, drop_at_mtt=True)
+
+
+def _connect(settings, journal=None):
+    try:
+        conn = auth.connect(settings.cloud)
+    except auth.AuthError as exc:
+        raise CloudError(str(exc)) from None
+    if journal is not None:
+        journal.secrets = conn.secrets
+    return conn
+
+
+def _guard(call, *args):
+    """Run ``call``, turning cloud failures into one line."""
+    try:
+        return call(*args)
+    except nova.SetupError as exc:
+        raise CloudError('the cloud lacks what the job needs: %s' % exc) \
+            from None
+    except CLOUD_ERRORS as exc:
+        raise CloudError(auth.describe(exc)) from None
+
+
+def start(plan, job_path, settings, journal_dir):
+    """Validate against the cloud, then create the journal and start."""
+    with open(job_path, encoding='utf-8') as f:
+        source = f.read()
+    job = plan.job
+    job_id = '%s-%s' % (job.name, secrets.token_hex(3))
+    conn = _connect(settings)
+    path = journal_mod.path_for(journal_dir, job_id)
+    journal = journal_mod.Journal(path, create=True)
+    journal.secrets = conn.secrets
+    t0 = time.time()
+    try:
+        ctx = _guard(Job, journal, plan, settings, job_id, t0, conn)
+    except CloudError:
+        journal.close()
+        os.unlink(path)
+        raise
+    journal.set_meta(job_id=job_id, job_source=source, job_path=job_path,
+                     settings=dataclasses.asdict(settings), t0=t0,
+                     status='running')
+    print('job %s: journal %s' % (job_id, path), flush=True)
+    _guard(ctx.scheduler.start)
+    return ctx
+
+
+def _load(journal_dir, job_id):
+    path = journal_mod.path_for(journal_dir, job_id)
+    try:
+        journal = journal_mod.Journal(path)
+        meta = journal.meta()
+    except journal_mod.JournalError as exc:
+        raise ValueError(str(exc)) from None
+    if 'job_source' not in meta:
+        raise ValueError('%s: not a job journal' % path)
+    job = jobfile.parse(meta['job_source'], meta['job_path'])
+    return journal, meta, job
+
+
+def resume(journal_dir, job_id, cloud=None):
+    journal, meta, job = _load(journal_dir, job_id)
+    settings = Settings(**meta['settings'])
+    if cloud:
+        settings.cloud = cloud
+    conn = _connect(settings, journal)
+    plan = planner.primary_map(job)
+    ctx = _guard(Job, journal, plan, settings, job_id, meta['t0'], conn)
+    _guard(_adopt, ctx, job)
+    return ctx
+
+
+def _adopt(ctx, job):
+    records = ctx.journal.records()
+    now = ctx.clock.now()
+    created, gone, active, deleting = {}, set(), set(), set()
+    started = {}
+    attempts = collections.Counter()
+    for r in records:
+        ev = r['event']
+        if ev == 'server_create':
+            created[r['server']] = r
+        elif ev in ('server_delete', 'server_preempted'):
+            gone.add(r['server'])
+        elif ev == 'server_active':
+            active.add(r['server'])
+        elif ev == 'server_deleting':
+            deleting.add(r['server'])
+        elif ev == 'task_start':
+            started[(r['task'], r['server'])] = r['t']
+            attempts[r['task']] += 1
+    cloud, runner = ctx.cloud, ctx.runner
+    # Orphans (never journalled as created) the next orphans() call finds
+    # again if their delete did not happen.
+    for sid in (deleting & created.keys()) - gone:
+        # Deleted (or about to be) when the client died.
+        cloud.adopt(sid, '%s-%s' % (job.name, created[sid]['key']),
+                    nova.BUILD)
+        cloud.delete_server(sid)
+        ctx.journal.append({'t': now, 'event': 'server_delete',
+                            'server': sid, 'reason': 'resumed delete'})
+        gone.add(sid)
+    for sid, name in cloud.orphans():
+        if sid in created:
+            continue
+        cloud.adopt(sid, name, nova.BUILD)
+        cloud.delete_server(sid)
+        ctx.journal.append({'t': now, 'event': 'orphan_delete',
+                            'server': sid})
+    runner.attempts.update(attempts)
+    done = runner.results()
+    adopted = []
+    for sid, r in created.items():
+        if sid in gone:
+            continue
+        cloud.adopt(sid, '%s-%s' % (job.name, r['key']),
+                    nova.ACTIVE if sid in active else nova.BUILD)
+        tasks = runner.adopt(sid)
+        runner.drop(sid, [t for t in tasks if t in done])
+        flavor = job.flavors[r['flavor']]
+        adopted.append(scheduler_mod.Adopted(
+            sid, r['key'], flavor, r['market'], r['t'], sid in active,
+            {t: (a['start'], started.get((t, sid), now))
+             for t, a in tasks.items() if t not in done}))
+    new_normal = max([int(r['key'][1:]) for r in created.values()
+                      if r['key'].startswith('m')] or [0])
+    ctx.scheduler.adopt(adopted, done, new_normal)
+    ctx.resumed = True
+
+
+def loop(ctx, progress=None, progress_every_s=10.0):
+    """Drive the job until it is done; True if it finished."""
+    sched = ctx.scheduler
+    full = getattr(ctx, 'resumed', False)
+    failures = 0
+    next_line = time.monotonic()
+    horizon = sim_backend.HORIZON * ctx.plan.job.deadline_s
+    while not sched.finished and ctx.clock.now() < horizon:
+        try:
+            ctx.cloud.poll(full=full)
+            full = False
+            ctx.runner.poll_all()
+            ctx.clock.run_due()
+            failures = 0
+        except CLOUD_ERRORS + (OSError,) as exc:
+            failures += 1
+            if failures >= MAX_FAILED_POLLS:
+                raise CloudError('%s; giving up for now: opie-bot resume %s'
+                                 % (auth.describe(exc), ctx.job_id)) \
+                    from None
+        if progress is not None and time.monotonic() >= next_line:
+            progress(sched.snapshot())
+            next_line += progress_every_s
+        time.sleep(ctx.settings.poll_s)
+    ctx.journal.set_meta(status='done' if sched.finished else 'stopped')
+    return sched.finished
+
+
+@dataclasses.dataclass
+class Result:
+    """What :func:`opie.bot.report.build` reads, for a run on a cloud."""
+    plan: object
+    records: list
+    preemptions: list
+    checkpoints: int
+    finished: bool
+    bill: list = None
+    kh: float = None
+    kr: float = None
+    seed: int = None
+    mode: str = 'openstack'
+
+
+def build_report(ctx):
+    records = ctx.journal.records()
+    failed = {r['server'] for r in records if r['event'] == 'server_error'}
+    preemptions = [{'t': r['t'], 'server': r['server'],
+                    'event': 'terminate' if r['event'] == 'server_preempted'
+                    else 'hibernate', 'servers': 1}
+                   for r in records
+                   if r['event'] in ('server_preempted', 'server_hibernated')
+                   and r['server'] not in failed]
+    result = Result(plan=ctx.plan, records=records, preemptions=preemptions,
+                    checkpoints=ctx.checkpoints.taken(),
+                    finished=ctx.scheduler.finished)
+    return report.build(result, report.baseline(ctx.plan,
+                                                sim_backend.run))
+
+
+def status(journal_dir, job_id):
+    """A summary of a job from its journal alone."""
+    journal, meta, job = _load(journal_dir, job_id)
+    records = journal.records()
+    count = collections.Counter(r['event'] for r in records)
+    live = {r['server'] for r in records if r['event'] == 'server_create'}
+    live -= {r['server'] for r in records
+             if r['event'] in ('server_delete', 'server_preempted')}
+    markets = collections.Counter(
+        r['market'] for r in records
+        if r['event'] == 'server_create' and r['server'] in live)
+    done = {r['task'] for r in records if r['event'] == 'task_finish'}
+    return {'job_id': job_id, 'status': meta.get('status'),
+            'tasks': len(job.tasks), 'done': len(done),
+            'servers': {m: markets.get(m, 0) for m in model.MARKETS},
+            'preemptions': count['server_preempted']
+            + count['server_hibernated'],
+            'migrations': count['task_migrate'],
+            'duplicate_runs': count['task_duplicate'],
+            'last_event': records[-1]['event'] if records else None,
+            't': records[-1]['t'] if records else 0.0}
+
+
+def cancel(journal_dir, job_id, cloud=None):
+    """Delete the job's servers (by tag) and objects; journal it."""
+    journal, meta, job = _load(journal_dir, job_id)
+    settings = Settings(**meta['settings'])
+    if cloud:
+        settings.cloud = cloud
+    conn = _connect(settings, journal)
+    clock = clock_mod.RealClock(meta['t0'], settings.speed)
+    try:
+        store, _ = stores.open_store(settings.store, job_id, conn,
+                                     create=False)
+    except stores.StoreError as exc:
+        raise CloudError(str(exc)) from None
+    cloud_ = nova.NovaCloud(conn, job_id, settings.image, settings.network,
+                            journal, clock, None)
+    _guard(cloud_.delete_all)
+    _guard(store.destroy)
+    journal.append({'t': clock.now(), 'event': 'cancelled'})
+    journal.set_meta(status='cancelled')
+
+
+def dump(rep, directory, job_id):
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, '%s.json' % job_id)
+    with open(path, 'w', encoding='utf-8') as f:
+        json.dump(rep, f, indent=1)
+    return path

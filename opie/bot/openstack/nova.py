@@ -1,0 +1,277 @@
+"""The Cloud port on Nova (python-novaclient).
+
+Servers are created with the job's tag (``opie-job-<job id>``) and
+metadata, the agent as user data, and a normal or a preemptible flavor:
+job flavor ``X`` is Nova flavor ``X`` for normal servers and ``X`` plus
+``-preemptible`` (as ``opie-manage flavor create-preemptible`` names it)
+for preemptible ones, checked by their ``opie:preemptible`` extra spec.
+
+Preemption is seen by polling ``GET /servers/detail?changes-since=``, which
+also lists deleted servers: one of the job's servers that is deleted and
+that the client did not delete was preempted; one that is shelved was
+preempted by a scheduler in shelve mode, and the client asks to unshelve
+it every ``unshelve_every_s`` until it comes back or the scheduler gives
+up on it (at the migration trigger time); a server in ERROR (no room)
+counts as preempted and is deleted.  The client only deletes a server
+after reading the job's tag on it, and writes its intent to the journal
+first, so a resumed client knows which vanished servers it deleted itself.
+"""
+import datetime
+import time
+
+from keystoneauth1 import adapter
+from novaclient import client as nova_client
+from novaclient import exceptions as nova_exc
+
+from opie.bot import ports
+from opie.core import preemptible as rc
+
+API_VERSION = '2.60'      # 2.52 tags at create, 2.37 nics=none
+IMAGE_PROXY_VERSION = '2.35'   # the last with Nova's image API
+BUILD, ACTIVE, SHELVED, GONE = 'BUILD', 'ACTIVE', 'SHELVED', 'GONE'
+# A server's updated_at may lag the clock of the poll that sees it.
+SINCE_MARGIN = datetime.timedelta(minutes=2)
+
+
+class SetupError(Exception):
+    """The cloud lacks what the job needs (flavor, image)."""
+
+
+def tag_for(job_id):
+    return 'opie-job-%s' % job_id
+
+
+class NovaCloud(ports.Cloud):
+    def __init__(self, conn, job_id, image, network, journal, clock,
+                 user_data, unshelve_every_s=60.0):
+        self.nova = nova_client.Client(
+            API_VERSION, session=conn.session,
+            endpoint_override=conn.endpoints.get('compute'),
+            region_name=conn.region_name, endpoint_type=conn.interface)
+        self.images = adapter.Adapter(
+            conn.session, default_microversion=IMAGE_PROXY_VERSION,
+            **conn.endpoint_args('compute'))
+        self.job_id = job_id
+        self.tag = tag_for(job_id)
+        self.image_ref = image
+        self.network = network
+        self.journal = journal
+        self.clock = clock
+        self.user_data = user_data
+        self.unshelve_every_s = unshelve_every_s
+        self.flavors = {}
+        self.image = None
+        self.servers = {}       # id -> {'name', 'state', 'tried'}
+        self.deleting = set()
+        self.since = None
+        self._listeners = []
+
+    # -- checks -----------------------------------------------------------
+
+    def check(self, job):
+        """Resolve the job's flavors and the image, or say what is
+        missing."""
+        by_name = {f.name: f for f in self.nova.flavors.list(is_public=None)}
+        problems = []
+        for name in sorted(job.flavors):
+            for preemptible in (False, True):
+                nova_name = name + (rc.NAME_SUFFIX if preemptible
+                                    else '')
+                flavor = by_name.get(nova_name)
+                if flavor is None:
+                    problems.append('no flavor %r' % nova_name)
+                    continue
+                if rc.is_preemptible(flavor.get_keys()) != preemptible:
+                    problems.append('flavor %r %s %s=true' % (
+                        nova_name, 'lacks' if preemptible else 'has',
+                        rc.PREEMPTIBLE_SPEC))
+                    continue
+                self.flavors[(name, preemptible)] = flavor.id
+        self.image = self._find_image(problems)
+        if problems:
+            raise SetupError('; '.join(problems))
+
+    def _find_image(self, problems):
+        by_id = self.images.get('/images/%s' % self.image_ref,
+                                raise_exc=False)
+        if by_id.status_code == 200:
+            return by_id.json()['image']['id']
+        found = [i for i in self.images.get('/images/detail', params={
+            'name': self.image_ref}).json()['images']
+            if i['name'] == self.image_ref]
+        if len(found) != 1:
+            problems.append('%s image %r' % (
+                'no' if not found else 'more than one', self.image_ref))
+            return None
+        return found[0]['id']
+
+    # -- the port ---------------------------------------------------------
+
+    def create_server(self, name, flavor, preemptible):
+        if self.since is None:
+            self.since = _utcnow() - SINCE_MARGIN
+        server = self.nova.servers.create(
+            self.display_name(name), self.image,
+            self.flavors[(flavor.name, preemptible)],
+            userdata=self.user_data(name), nics=self.network,
+            meta={'opie-job': self.job_id, 'opie-server': name},
+            tags=[self.tag])
+        self.servers[server.id] = {'name': name, 'state': BUILD,
+                                   'tried': None}
+        return server.id
+
+    def delete_server(self, server_id):
+        self._delete(server_id, 'scheduler')
+
+    def watch(self, callback):
+        self._listeners.append(callback)
+
+    # -- resume -----------------------------------------------------------
+
+    def adopt(self, server_id, name, state):
+        self.servers[server_id] = {'name': name, 'state': state,
+                                   'tried': None}
+
+    def orphans(self):
+        """The job's servers the journal never heard of (the client was
+        killed between the create call and its record)."""
+        listed = self.nova.servers.list(search_opts={'tags': self.tag})
+        return [(s.id, s.name) for s in listed if s.id not in self.servers]
+
+    def job_servers(self):
+        return [(s.id, s.name) for s in self.nova.servers.list(
+            search_opts={'tags': self.tag})]
+
+    def display_name(self, name):
+        """Unique in the project: a job file may run more than once."""
+        return '%s-%s' % (self.job_id, name)
+
+    def name_of(self, server_id):
+        return self.servers[server_id]['name']
+
+    # -- polling ----------------------------------------------------------
+
+    def poll(self, full=False):
+        """Report what changed since the last poll; ``full`` asks about
+        every live server by id (after a resume)."""
+        if full:
+            seen = [self._get(sid) for sid, s in self.servers.items()
+                    if s['state'] != GONE]
+            if self.since is None:
+                self.since = _utcnow() - SINCE_MARGIN
+        else:
+            if self.since is None:
+                return
+            listed = self.nova.servers.list(search_opts={
+                'changes-since': self.since.isoformat()})
+            newest = [_parse(s.updated) for s in listed
+                      if getattr(s, 'updated', None)]
+            if newest:
+                self.since = max(self.since, max(newest) - SINCE_MARGIN)
+            seen = [(s.id, s.status) for s in listed]
+        for sid, status in seen:
+            if sid in self.servers:
+                self._transition(sid, status)
+        self._retry_unshelve()
+
+    def _get(self, sid):
+        try:
+            return sid, self.nova.servers.get(sid).status
+        except nova_exc.NotFound:
+            return sid, 'DELETED'
+
+    def _transition(self, sid, status):
+        entry = self.servers[sid]
+        old = entry['state']
+        if old == GONE:
+            return
+        if status == 'ACTIVE':
+            entry['state'] = ACTIVE
+            if old == BUILD:
+                self._emit(ports.ACTIVE, sid)
+            elif old == SHELVED:
+                self._emit(ports.RESUMED, sid)
+        elif status in ('SHELVED', 'SHELVED_OFFLOADED') and old != SHELVED:
+            entry['state'] = SHELVED
+            self._emit(ports.HIBERNATED, sid)
+        elif status in ('DELETED', 'SOFT_DELETED'):
+            entry['state'] = GONE
+            if sid not in self.deleting:
+                self._emit(ports.TERMINATED, sid)
+            self._delete_shelve_images(self.display_name(entry['name']))
+        elif status == 'ERROR':
+            entry['state'] = GONE
+            self.journal.append({'t': self.clock.now(),
+                                 'event': 'server_error', 'server': sid})
+            self._emit(ports.TERMINATED, sid)
+            self._delete(sid, 'error')
+
+    def _retry_unshelve(self):
+        now = time.monotonic()
+        for sid, entry in self.servers.items():
+            if entry['state'] != SHELVED:
+                continue
+            if entry['tried'] and now - entry['tried'] < \
+                    self.unshelve_every_s:
+                continue
+            entry['tried'] = now
+            try:
+                self.nova.servers.unshelve(sid)
+            except nova_exc.ClientException:
+                # No room yet (or already unshelving): try again later.
+                continue
+
+    # -- deleting ---------------------------------------------------------
+
+    def _delete(self, server_id, reason):
+        try:
+            server = self.nova.servers.get(server_id)
+        except nova_exc.NotFound:
+            return
+        if self.tag not in (server.tags or []):
+            self.journal.append({'t': self.clock.now(),
+                                 'event': 'refused_delete',
+                                 'server': server_id})
+            return
+        self.journal.append({'t': self.clock.now(),
+                             'event': 'server_deleting',
+                             'server': server_id, 'reason': reason})
+        self.deleting.add(server_id)
+        try:
+            self.nova.servers.delete(server_id)
+        except nova_exc.NotFound:
+            pass
+        if server_id in self.servers:
+            was = self.servers[server_id]['state']
+            self.servers[server_id]['state'] = GONE
+            if was == SHELVED:
+                self._delete_shelve_images(server.name)
+
+    def delete_all(self):
+        """Delete every server carrying the job's tag (cancel)."""
+        for sid, name in self.job_servers():
+            self.servers.setdefault(sid, {'name': name, 'state': BUILD,
+                                          'tried': None})
+            self._delete(sid, 'cancel')
+            self._delete_shelve_images(name)
+
+    def _delete_shelve_images(self, name):
+        """Nova names a shelve snapshot ``<server name>-shelved``."""
+        found = self.images.get('/images/detail', params={
+            'name': name + '-shelved'}).json()['images']
+        for image in [i for i in found if i['name'] == name + '-shelved']:
+            self.images.delete('/images/%s' % image['id'], raise_exc=False)
+
+    def _emit(self, kind, sid):
+        event = ports.ServerEvent(kind, sid)
+        for listener in self._listeners:
+            listener(event)
+
+
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(
+        microsecond=0)
+
+
+def _parse(text):
+    return datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))

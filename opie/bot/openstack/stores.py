@@ -1,0 +1,99 @@
+"""Where a job's objects live: a local directory or a Swift container.
+
+``file:///PATH`` keeps them under ``PATH/<job id>/`` (the demo, or a file
+system every server mounts); ``swift`` keeps them in the container
+``opie-bot-<job id>`` of the cloud's object store, through the client's
+keystoneauth1 session.  Agents reach that container with TempURL
+signatures: the container gets a random TempURL key (container-level, so
+it opens nothing else), which travels to servers in their user data and
+is read back from the container on resume, never written elsewhere.
+"""
+import secrets
+import urllib.parse
+
+from keystoneauth1 import adapter
+
+from opie.bot import agent
+
+TEMP_URL_HEADER = 'X-Container-Meta-Temp-URL-Key-2'
+
+
+class StoreError(Exception):
+    """A store URL the client cannot use."""
+
+
+class SwiftStore:
+    def __init__(self, conn, container):
+        self.swift = adapter.Adapter(conn.session,
+                                     **conn.endpoint_args('object-store'))
+        self.container = container
+        self.key = None
+
+    def _url(self, key=''):
+        return '/%s/%s' % (self.container, urllib.parse.quote(key))
+
+    def open(self, create):
+        """Make (or find) the container; read or set its TempURL key."""
+        head = self.swift.head(self._url(), raise_exc=False)
+        if head.status_code == 404 and create:
+            self.key = secrets.token_hex(32)
+            self.swift.put(self._url(), headers={TEMP_URL_HEADER: self.key})
+            return
+        if head.status_code >= 400:
+            raise StoreError('swift container %s: HTTP %d' % (
+                self.container, head.status_code))
+        self.key = head.headers.get(TEMP_URL_HEADER)
+
+    def agent_spec(self):
+        return {'kind': 'swift', 'temp_url_key': self.key,
+                'url': self.swift.get_endpoint().rstrip('/') + '/'
+                + self.container}
+
+    def get(self, key):
+        resp = self.swift.get(self._url(key), raise_exc=False)
+        if resp.status_code == 404:
+            return None
+        resp.raise_for_status()
+        return resp.content
+
+    def put(self, key, data):
+        self.swift.put(self._url(key), data=data)
+
+    def create(self, key, data):
+        resp = self.swift.put(self._url(key), data=data, raise_exc=False,
+                              headers={'If-None-Match': '*'})
+        if resp.status_code == 412:
+            return False
+        resp.raise_for_status()
+        return True
+
+    def delete(self, key):
+        self.swift.delete(self._url(key), raise_exc=False)
+
+    def list(self, prefix=''):
+        keys, marker = [], ''
+        while True:
+            page = self.swift.get(self._url(), params={
+                'prefix': prefix, 'marker': marker, 'format': 'json'}).json()
+            if not page:
+                return keys
+            keys.extend(o['name'] for o in page)
+            marker = page[-1]['name']
+
+    def destroy(self):
+        for key in self.list():
+            self.delete(key)
+        self.swift.delete(self._url(), raise_exc=False)
+
+
+def open_store(url, job_id, conn, create):
+    """(client store, agent settings) for a store URL."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme == 'file' and parsed.path.startswith('/'):
+        root = '%s/%s' % (parsed.path.rstrip('/'), job_id)
+        return agent.DirStore(root), {'kind': 'dir', 'path': root}
+    if url == 'swift':
+        store = SwiftStore(conn, 'opie-bot-%s' % job_id)
+        store.open(create)
+        return store, store.agent_spec()
+    raise StoreError('store %r: give file:///ABSOLUTE/PATH or swift' % url)

@@ -1,0 +1,113 @@
+"""A test case on the in-process cloud, driving opie-bot subprocesses."""
+import glob
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+from opie.bot.democloud import cloud as cloud_mod
+from opie.bot.democloud import demo
+from opie.bot.democloud import work
+
+SPEED = 30.0
+# Wall seconds a client run may take before the test gives up on it.
+LIMIT_S = 240
+
+
+class BotCloud(cloud_mod.InProcessCloud):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.workdir
+        self.clouds_yaml(os.path.join(self.dir, 'clouds.yaml'))
+        self.job = demo.write_job(os.path.join(self.dir, 'demo.yaml'),
+                                  demo.sys.executable)
+        # Another workload of the same project: never the client's.
+        self.bystander = self.boot_normal('small', 'bystander')
+
+    # -- driving the client -------------------------------------------------
+
+    def spawn(self, argv, name):
+        out = open(os.path.join(self.dir, name + '.out'), 'wb')
+        self.addCleanup(out.close)
+        proc = subprocess.Popen(argv, env=demo.client_env(self.dir),
+                                stdout=out, stderr=subprocess.STDOUT)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        return proc
+
+    def wait(self, proc, preempt=False, kill_after=None):
+        """Wait for ``proc``; preempt once two tasks have checkpoints;
+        SIGKILL it after ``kill_after`` wall seconds.  Its exit status."""
+        start = time.monotonic()
+        while proc.poll() is None:
+            elapsed = time.monotonic() - start
+            self.assertLess(elapsed, LIMIT_S, 'client still running')
+            if preempt and demo.checkpointed(self.dir) >= 2:
+                self.preempted += demo.preempt(self)
+                preempt = False
+            if kill_after is not None and elapsed >= kill_after:
+                proc.send_signal(signal.SIGKILL)
+            time.sleep(0.1)
+        return proc.returncode
+
+    def output(self, name):
+        with open(os.path.join(self.dir, name + '.out'), 'rb') as f:
+            return f.read().decode()
+
+    def job_id(self):
+        found = glob.glob(os.path.join(self.dir, 'jobs', '*.sqlite'))
+        self.assertEqual(1, len(found), found)
+        return os.path.basename(found[0])[:-len('.sqlite')]
+
+    def journal_rows(self, job_id):
+        db = sqlite3.connect(os.path.join(self.dir, 'jobs',
+                                          job_id + '.sqlite'))
+        try:
+            return db.execute('SELECT * FROM records ORDER BY seq').fetchall()
+        finally:
+            db.close()
+
+    def preempted_by_opie(self, job_id):
+        created = [json.loads(r[3])['server'] for r in
+                   self.journal_rows(job_id) if r[2] == 'server_create']
+        return sum(
+            1 for sid in created
+            for action in self.api.api_get(
+                '/servers/%s/os-instance-actions' % sid).body[
+                    'instanceActions']
+            if action['action'] == 'opie-preempt')
+
+    def report(self, job_id):
+        with open(os.path.join(self.dir, 'reports', job_id + '.json')) as f:
+            return json.load(f)
+
+    # -- checks ---------------------------------------------------------------
+
+    def assert_every_task_committed_once(self, job_id):
+        results = os.path.join(self.dir, 'store', job_id, 'results')
+        names = sorted(os.listdir(results))
+        self.assertEqual(['t%02d.json' % i for i in range(1, 17)], names)
+        expected = 'sum of squares 1..%d = %d' % (
+            work.STEPS * work.PER_STEP,
+            sum(i * i for i in range(1, work.STEPS * work.PER_STEP + 1)))
+        for name in names:
+            with open(os.path.join(results, name)) as f:
+                result = json.load(f)
+            self.assertEqual(0, result['exit_status'])
+            self.assertIn(expected, result['output'])
+
+    def assert_no_secret(self, job_id):
+        texts = [self.output(n) for n in ('client', 'resume')
+                 if os.path.exists(os.path.join(self.dir, n + '.out'))]
+        texts.append(json.dumps(self.journal_rows(job_id)))
+        for path in glob.glob(os.path.join(self.dir, 'reports', '*')):
+            with open(path) as f:
+                texts.append(f.read())
+        for text in texts:
+            self.assertNotIn(self.token, text)
+
+    def assert_bystander_untouched(self):
+        server = self.api.get_server(self.bystander['id'])
+        self.assertEqual('ACTIVE', server['status'])

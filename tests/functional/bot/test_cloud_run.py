@@ -1,0 +1,100 @@
+"""opie-bot on an in-process Nova + Placement with the OPIE scheduler.
+
+The client and the agents are real subprocesses; the cloud serves Nova's
+API on 127.0.0.1.  A normal boot of another tenant preempts some of the
+job's preemptible servers; the client migrates their tasks from their
+checkpoints and still meets the deadline (issue 5's acceptance).
+"""
+import os
+import random
+import signal
+import time
+
+from opie.bot.democloud import demo
+from tests.functional.bot import base
+
+
+class CloudRun(base.BotCloud):
+
+    # -- tests-------------------------------------------------------------
+
+    def test_preempted_job_migrates_and_meets_deadline(self):
+        self.preempted = 0
+        client = self.spawn(demo.client_command(self, self.job, self.dir,
+                                                base.SPEED), 'client')
+
+        self.assertEqual(0, self.wait(client, preempt=True),
+                         self.output('client'))
+
+        job_id = self.job_id()
+        rep = self.report(job_id)
+        # The other tenant's boots preempt; so may the job's own normal
+        # servers, booted for migrations: Nova's instance actions tell.
+        self.assertGreaterEqual(self.preempted, 1)
+        self.assertEqual(self.preempted_by_opie(job_id),
+                         rep['counts']['servers_terminated'])
+        self.assertGreaterEqual(rep['counts']['restores'], 1)
+        self.assertTrue(rep['result']['deadline_met'])
+        self.assertEqual(16, sum(1 for r in self.journal_rows(job_id)
+                                 if r[2] == 'task_finish'))
+        self.assert_every_task_committed_once(job_id)
+        self.assert_no_secret(job_id)
+        self.assert_bystander_untouched()
+        # Done: every server of the job is deleted.
+        self.assertEqual([], demo.job_servers(self))
+
+    def test_client_killed_five_times_resumes_to_the_end(self):
+        self.preempted = 0
+        rng = random.Random(5)
+        client = self.spawn(demo.client_command(self, self.job, self.dir,
+                                                base.SPEED), 'client')
+        # Killed at random points: starting up, planning, booting,
+        # running, migrating; each resume is killed in turn but the last.
+        self.assertEqual(-signal.SIGKILL, self.wait(
+            client, preempt=True, kill_after=rng.uniform(2.5, 4)))
+        job_id = self.job_id()
+        for _ in range(4):
+            resumed = self.spawn(demo.resume_command(self.dir, job_id),
+                                 'resume')
+            self.assertEqual(-signal.SIGKILL, self.wait(
+                resumed, preempt=not self.preempted,
+                kill_after=rng.uniform(0.5, 2.5)), self.output('resume'))
+        resumed = self.spawn(demo.resume_command(self.dir, job_id), 'resume')
+        self.assertEqual(0, self.wait(resumed, preempt=not self.preempted),
+                         self.output('resume'))
+
+        rep = self.report(job_id)
+        self.assertGreaterEqual(self.preempted, 1)
+        # Resumes that got as far as adopting the job journal it.
+        self.assertGreaterEqual(rep['counts']['client_resumes'], 1)
+        self.assertTrue(rep['result']['finished'])
+        # No task ran twice to completion.
+        self.assertEqual(0, rep['counts']['duplicate_runs'])
+        self.assert_every_task_committed_once(job_id)
+        self.assert_no_secret(job_id)
+        self.assert_bystander_untouched()
+        self.assertEqual([], demo.job_servers(self))
+
+    def test_cancel_deletes_only_the_jobs_servers_and_objects(self):
+        client = self.spawn(demo.client_command(self, self.job, self.dir,
+                                                base.SPEED), 'client')
+        while demo.checkpointed(self.dir) < 1:
+            self.assertIsNone(client.poll(), self.output('client'))
+            time.sleep(0.1)
+        client.send_signal(signal.SIGKILL)
+        client.wait()
+        job_id = self.job_id()
+        self.assertNotEqual([], demo.job_servers(self))
+
+        cancel = self.spawn(demo.resume_command(self.dir, job_id, 'cancel'),
+                            'cancel')
+
+        self.assertEqual(0, self.wait(cancel), self.output('cancel'))
+        self.assertEqual([], demo.job_servers(self))
+        self.assert_bystander_untouched()
+        self.assertFalse(os.path.exists(os.path.join(self.dir, 'store',
+                                                     job_id)))
+        status = self.spawn(demo.resume_command(self.dir, job_id, 'status'),
+                            'status')
+        self.assertEqual(0, self.wait(status))
+        self.assertIn('cancelled', self.output('status'))

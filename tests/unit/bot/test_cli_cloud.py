@@ -1,0 +1,53 @@
+"""``opie-bot`` cloud commands: one line and a non-zero exit on errors."""
+import os
+import socket
+
+import yaml
+
+from opie.bot import cli
+
+
+def closed_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_endpoint_is_one_line_exit_3(tmp_path, monkeypatch,
+                                                 capsys):
+    clouds = tmp_path / 'clouds.yaml'
+    clouds.write_text(yaml.safe_dump({'clouds': {'x': {
+        'auth_type': 'admin_token',
+        'auth': {'endpoint': 'http://127.0.0.1:%d/v2.1' % closed_port(),
+                 'token': 'tok-55'}}}}))
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(clouds))
+
+    code = cli.main(['run', 'examples/jobs/j60.yaml', '--backend',
+                     'openstack', '--os-cloud', 'x', '--store',
+                     'file://%s' % (tmp_path / 'store'), '--journal-dir',
+                     str(tmp_path / 'jobs')])
+
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == cli.EXIT_CLOUD
+    assert len(err) == 1 and 'cannot reach the cloud' in err[0]
+    assert 'tok-55' not in err[0]
+    assert list((tmp_path / 'jobs').iterdir()) == []
+
+
+def test_no_credentials_at_all(tmp_path, monkeypatch, capsys):
+    for name in [n for n in os.environ
+                 if n.startswith('OS_')]:
+        monkeypatch.delenv(name)
+
+    code = cli.main(['run', 'examples/jobs/j60.yaml', '--backend',
+                     'openstack', '--journal-dir', str(tmp_path)])
+
+    assert code == cli.EXIT_CLOUD
+    assert 'no cloud given' in capsys.readouterr().err
+
+
+def test_status_of_an_unknown_job(tmp_path, capsys):
+    code = cli.main(['status', 'nope-1', '--journal-dir', str(tmp_path)])
+
+    assert code == cli.EXIT_INPUT
+    assert 'no journal' in capsys.readouterr().err
