@@ -7,6 +7,8 @@ subprocesses.  It needs Nova, which ``opie-bot`` does not: import it
 through :func:`load` for a clear message when Nova is missing.
 """
 import importlib
+import logging
+import warnings
 
 NEEDS = ('the demo needs the functional extras: '
          'pip install opie[functional]')
@@ -18,10 +20,16 @@ class Unavailable(Exception):
 
 def load():
     """The :mod:`opie.bot.democloud.cloud` module, Nova imported."""
+    # The demo's console is for the job's progress: Nova's own deprecation
+    # notices (eventlet) and log lines emitted outside the harness' logging
+    # fixture would only bury it.
+    logging.getLogger('nova').addHandler(logging.NullHandler())
     try:
-        # Nova decides how to monkey patch in nova.tests.functional; it
-        # must come before anything else of Nova.
-        importlib.import_module('nova.tests.functional')
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            # Nova decides how to monkey patch in nova.tests.functional; it
+            # must come before anything else of Nova.
+            importlib.import_module('nova.tests.functional')
         return importlib.import_module('opie.bot.democloud.cloud')
     except ImportError as exc:
         raise Unavailable('%s (%s)' % (NEEDS, exc)) from None

@@ -36,9 +36,9 @@ from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import integrated_helpers
 
 from opie.bot.democloud import virt
-from opie.bot.openstack import nova as bot_nova
 from opie.cmd import flavor_spec
 from opie.cmd import provider_config
+from opie.core import preemptible
 from opie.core import resources as res
 from opie.nova import conf as opie_conf
 
@@ -46,7 +46,6 @@ MANAGER = 'opie.nova.manager.OpieSchedulerManager'
 # vCPUs, RAM (MB), disk (GB): the OPIE paper's Table 2.
 SIZES = {'small': (1, 2000, 20), 'medium': (2, 4000, 40),
          'large': (4, 8000, 80)}
-PREEMPTIBLE_SUFFIX = bot_nova.PREEMPTIBLE_SUFFIX
 IMAGE = 'cirros'
 
 
@@ -115,7 +114,7 @@ class InProcessCloud(integrated_helpers._IntegratedTestBase):
                 ephemeral=0)
             specs = flavor_spec.preemptible_specs(flavor_spec.Flavor(
                 size, vcpus, memory_mb, disk_gb))
-            name = size + PREEMPTIBLE_SUFFIX
+            name = size + preemptible.NAME_SUFFIX
             self.flavors[name] = self._create_flavor(
                 name=name, vcpu=vcpus, memory_mb=memory_mb, disk=disk_gb,
                 ephemeral=0, extra_spec=specs)
