@@ -200,21 +200,34 @@ class _Search:
         return Selection(tuple(e[2] for e in victims), self.best_cost,
                          res.total(e[2].resources for e in victims))
 
+    def _key(self, counts):
+        """Tie-break key of the set ``counts`` describes."""
+        freed = res.Resources(*(sum(g.vector[d] * c for g, c in
+                                    zip(self.groups, counts))
+                                for d in range(3)))
+        names = sorted(e[1] for g, c in zip(self.groups, counts)
+                       for e in g.members[:c])
+        return (sum(counts), _leftover(freed, self.shortfall, self.scale),
+                tuple(names))
+
     def _consider(self, counts, cost):
         """Record the set given by ``counts`` if it beats the best."""
         if cost > self.limit:
             return
-        freed = res.total(g.vector * c for g, c in zip(self.groups, counts))
-        names = sorted(e[1] for g, c in zip(self.groups, counts)
-                       for e in g.members[:c])
-        key = (sum(counts), _leftover(freed, self.shortfall, self.scale),
-               tuple(names))
-        if _better(cost, key, self.best_cost, self.best_key):
-            self.best_counts = tuple(counts) + (0,) * (
-                len(self.groups) - len(counts))
-            self.best_cost, self.best_key = cost, key
-            # Sets dearer than this can no longer win, nor tie.
-            self.limit = cost + _EPS * max(1.0, cost)
+        counts = tuple(counts) + (0,) * (len(self.groups) - len(counts))
+        if self.best_cost is not None and cost >= self.best_cost - _EPS * max(
+                1.0, self.best_cost):
+            # A tie on cost: only now is the tie-break key worth its price.
+            if self.best_key is None:
+                self.best_key = self._key(self.best_counts)
+            key = self._key(counts)
+            if key >= self.best_key:
+                return
+        else:
+            key = None
+        self.best_counts, self.best_cost, self.best_key = counts, cost, key
+        # Sets dearer than this can no longer win, nor tie.
+        self.limit = cost + _EPS * max(1.0, cost)
 
     def _seed_with_greedy(self):
         """Cheapest instances first until covered: an upper bound."""
