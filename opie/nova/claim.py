@@ -13,9 +13,19 @@ One trap: emptying the allocations deletes the Placement consumer, and a
 later swap with a null generation would succeed. So a worker that *reads*
 empty allocations treats the victim as already taken and never posts.
 
-The victim must be deleted or shelved right after the claim: until it is
+Placement writes are what a claim costs, so the scheduler first tries to
+write a new instance's allocations and take all its victims in the same
+``POST /allocations`` (:func:`claim_together`). It is atomic: if Placement
+refuses it (a victim taken, the room gone), nothing is written and the
+scheduler claims the instance as Nova does and then its victims one by
+one, with the race handling above.
+
+The victim must be deleted or shelved soon after the claim: until it is
 gone, ``nova-manage placement heal_allocations`` would give its allocations
-back. A request that fails gives them back itself (:func:`release`).
+back. The scheduler terminates it in the background, once the request is
+placed; a victim left running without allocations (its scheduler died) is
+terminated by the reconciler. A request that fails gives the allocations
+back itself (:func:`release`).
 """
 import dataclasses
 
@@ -26,7 +36,7 @@ VERSION = '1.28'
 
 
 class ClaimError(Exception):
-    """Placement answered a claim or a release unexpectedly."""
+    """Placement answered a claim, a release or a read unexpectedly."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,34 +48,86 @@ class Claim:
     user_id: str
 
 
+def read(client, context, url, version='1.9'):
+    """GET ``url`` from Placement: the decoded body."""
+    resp = client.get(url, version=version,
+                      global_request_id=context.global_id)
+    if resp.status_code != 200:
+        raise ClaimError('GET %s: %s %s' % (url, resp.status_code,
+                                            resp.text))
+    return resp.json()
+
+
 def claim(client, context, uuid):
     """Take the victim ``uuid``: a :class:`Claim`, or None if it is taken.
 
     ``client`` is Nova's SchedulerReportClient.
     """
-    url = '/allocations/%s' % uuid
-    resp = client.get(url, version=VERSION,
-                      global_request_id=context.global_id)
-    if resp.status_code != 200:
-        raise ClaimError('GET %s: %s %s' % (url, resp.status_code,
-                                            resp.text))
-    current = resp.json()
-    if not current.get('allocations'):
-        LOG.info('OPIE: victim %s holds no allocations: taken already',
-                 uuid)
+    current = _held(client, context, uuid)
+    if current is None:
         return None
-    body = {uuid: {'allocations': {},
-                   'consumer_generation': current['consumer_generation'],
-                   'project_id': current['project_id'],
-                   'user_id': current['user_id']}}
-    resp = client.post('/allocations', body, version=VERSION,
-                       global_request_id=context.global_id)
+    resp = client.post('/allocations', {uuid: _emptied(current)},
+                       version=VERSION, global_request_id=context.global_id)
     if resp.status_code == 409:
         LOG.info('OPIE: victim %s was claimed by another worker', uuid)
         return None
     if resp.status_code != 204:
         raise ClaimError('claim of %s: %s %s' % (uuid, resp.status_code,
                                                  resp.text))
+    return _claim_of(uuid, current)
+
+
+def claim_together(client, context, instance_uuid, allocation, version,
+                   victims):
+    """Write a new instance's allocations and take its ``victims`` (uuids)
+    in one atomic ``POST /allocations``.
+
+    ``allocation`` is the instance's entry of the body (allocations,
+    project and user, maybe mappings; ``version`` is at least 1.28). The
+    victims' :class:`Claim` list, or None when nothing was written: the
+    instance holds allocations already (a move), a victim is taken, or
+    Placement refused (another writer, or no room left).
+    """
+    if read(client, context, '/allocations/%s' % instance_uuid,
+            VERSION).get('allocations'):
+        return None
+    body = {instance_uuid: dict(allocation, consumer_generation=None)}
+    held = {}
+    for uuid in victims:
+        held[uuid] = _held(client, context, uuid)
+        if held[uuid] is None:
+            return None
+        body[uuid] = _emptied(held[uuid])
+    resp = client.post('/allocations', body, version=version,
+                       global_request_id=context.global_id)
+    if resp.status_code != 204:
+        LOG.info('OPIE: Placement refused instance %s with its victims %s '
+                 '(%s %s)', instance_uuid, victims, resp.status_code,
+                 resp.text)
+        return None
+    return [_claim_of(uuid, held[uuid]) for uuid in victims]
+
+
+def _held(client, context, uuid):
+    """What victim ``uuid`` holds in Placement, or None if taken."""
+    current = read(client, context, '/allocations/%s' % uuid, VERSION)
+    if not current.get('allocations'):
+        LOG.info('OPIE: victim %s holds no allocations: taken already',
+                 uuid)
+        return None
+    return current
+
+
+def _emptied(current):
+    """The body entry taking a victim: no allocations, at the generation
+    read."""
+    return {'allocations': {},
+            'consumer_generation': current['consumer_generation'],
+            'project_id': current['project_id'],
+            'user_id': current['user_id']}
+
+
+def _claim_of(uuid, current):
     allocations = {rp: {'resources': alloc['resources']}
                    for rp, alloc in current['allocations'].items()}
     return Claim(uuid, allocations, current['project_id'],
@@ -84,6 +146,6 @@ def release(client, context, claimed):
     if resp.status_code == 204:
         return True
     LOG.error('OPIE: could not give victim %s its allocations back (%s %s);'
-              ' it runs unaccounted until nova-manage placement '
-              'heal_allocations', claimed.uuid, resp.status_code, resp.text)
+              ' unaccounted, it will be terminated by the reconciler',
+              claimed.uuid, resp.status_code, resp.text)
     return False

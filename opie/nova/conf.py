@@ -148,8 +148,9 @@ near-ties. Overridable per aggregate with the
 Seconds between runs of the reconciler, which terminates preemptible
 instances on hosts where everything together (h_f) exceeds capacity, as
 when a preemptible and a normal request were placed at once by different
-scheduler workers. Only the first scheduler host (by name) that is up runs
-it. 0 or less disables it.
+scheduler workers, and claimed victims left running (see
+``claimed_grace_period``). Only the first scheduler host (by name) that is
+up runs it. 0 or less disables it.
 """),
     cfg.IntOpt(
         'reconcile_grace_period',
@@ -158,6 +159,19 @@ it. 0 or less disables it.
         help="""
 Seconds a host must stay over capacity before the reconciler acts, so that
 a preemption already under way can finish.
+"""),
+    cfg.IntOpt(
+        'claimed_grace_period',
+        default=30,
+        min=0,
+        help="""
+Seconds a claimed victim may keep running before the reconciler terminates
+it. A victim's Placement allocations are emptied when a scheduler worker
+claims it, and the worker terminates it in the background right after
+answering the request; a preemptible instance that keeps running without
+allocations for longer than this (its scheduler died, or Placement lost its
+allocations) is unaccounted for, so the reconciler deletes or shelves it.
+Keep it above the time a termination takes under load.
 """),
     cfg.IntOpt(
         'heartbeat_interval',

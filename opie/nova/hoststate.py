@@ -15,6 +15,12 @@ so it is h_f.
 
 Preemptible instances themselves are read only for hosts that may have to
 give some up, with one database query per cell for all of those hosts.
+
+A victim claimed by any scheduler worker (:mod:`.claim`) holds no
+allocations until it is terminated, which happens in the background: it is
+still listed, but its room is free and it is no candidate. Where the
+instances listed on a host exceed what Placement counts there, the host's
+allocations are read (one request) and such instances are left out.
 """
 import collections
 import dataclasses
@@ -25,22 +31,18 @@ from nova import objects
 from nova.scheduler import utils as scheduler_utils
 
 from opie.core import host as core_host
+from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
+from opie.nova import claim
 
-PREEMPTIBLE_SPEC = 'opie:preemptible'
-STANDARD_CLASSES = res.Resources('VCPU', 'MEMORY_MB', 'DISK_GB')
-CUSTOM_CLASSES = res.Resources('CUSTOM_PREEMPTIBLE_VCPU',
-                               'CUSTOM_PREEMPTIBLE_MEMORY_MB',
-                               'CUSTOM_PREEMPTIBLE_DISK_GB')
 # Deleting, shelving or moving an instance needs one of these states.
 PREEMPTABLE_VM_STATES = frozenset([vm_states.ACTIVE, vm_states.STOPPED,
                                    vm_states.PAUSED, vm_states.SUSPENDED])
 
 
 def is_preemptible(flavor):
-    value = flavor.extra_specs.get(PREEMPTIBLE_SPEC, '')
-    return str(value).strip().lower() in ('true', '1', 'yes')
+    return preemptible.is_preemptible(flavor.extra_specs)
 
 
 # Instances share a handful of flavors, and Nova builds a RequestSpec to
@@ -63,8 +65,8 @@ def flavor_resources(flavor, is_bfv=False):
         amounts = scheduler_utils.resources_from_flavor_and_bfv(
             flavor, is_bfv)
         found = res.Resources(*(amounts.get(std, 0) + amounts.get(custom, 0)
-                                for std, custom in zip(STANDARD_CLASSES,
-                                                       CUSTOM_CLASSES)))
+                                for std, custom in zip(preemptible.STANDARD,
+                                                       preemptible.CUSTOM)))
         if len(_RESOURCES_CACHE) >= _CACHE_LIMIT:
             _RESOURCES_CACHE.clear()
         _RESOURCES_CACHE[key] = found
@@ -129,8 +131,8 @@ class HostRecord:
 
     def apply_usage(self, usages):
         """Reset usage from a Placement ``usages`` dict."""
-        self.normal_used = _amounts(usages, STANDARD_CLASSES)
-        self.preemptible_used = _amounts(usages, CUSTOM_CLASSES)
+        self.normal_used = _amounts(usages, preemptible.STANDARD)
+        self.preemptible_used = _amounts(usages, preemptible.CUSTOM)
 
 
 def _amounts(usages, classes):
@@ -141,16 +143,51 @@ def record_from_summary(host_state, summary):
     """A HostRecord from a provider summary, or None if it lacks the
     standard classes (the HostState must stand in)."""
     resources = summary.get('resources', {})
-    if not all(rc in resources for rc in STANDARD_CLASSES):
+    if not all(rc in resources for rc in preemptible.STANDARD):
         return None
     record = HostRecord(
         uuid=host_state.uuid, host=host_state.host,
         nodename=host_state.nodename, cell_uuid=host_state.cell_uuid,
         capacity=res.Resources(*(resources[rc]['capacity']
-                                 for rc in STANDARD_CLASSES)),
+                                 for rc in preemptible.STANDARD)),
         normal_used=res.ZERO)
     record.apply_usage({rc: r['used'] for rc, r in resources.items()})
     return record
+
+
+def record_from_placement(client, context, host_state):
+    """A HostRecord of ``host_state``'s compute node as Placement counts it
+    now (its inventories and usages)."""
+    base = '/resource_providers/%s' % host_state.uuid
+    inventories = claim.read(client, context,
+                             base + '/inventories')['inventories']
+    capacity = res.Resources(*(_capacity(inventories.get(rc))
+                               for rc in preemptible.STANDARD))
+    record = HostRecord(
+        uuid=host_state.uuid, host=host_state.host,
+        nodename=host_state.nodename, cell_uuid=host_state.cell_uuid,
+        capacity=capacity, normal_used=res.ZERO)
+    record.apply_usage(read_usages(client, context, record.uuid))
+    return record
+
+
+def _capacity(inventory):
+    if not inventory:
+        return 0
+    return ((inventory['total'] - inventory['reserved'])
+            * inventory['allocation_ratio'])
+
+
+def read_usages(client, context, provider_uuid):
+    """Placement's ``usages`` dict of a resource provider."""
+    return claim.read(client, context, '/resource_providers/%s/usages'
+                      % provider_uuid)['usages']
+
+
+def holders(client, context, provider_uuid):
+    """Uuids of the consumers holding allocations on a resource provider."""
+    return set(claim.read(client, context, '/resource_providers/%s/'
+                          'allocations' % provider_uuid)['allocations'])
 
 
 def record_from_host_state(host_state):
@@ -175,12 +212,21 @@ def record_from_host_state(host_state):
 class InstanceLoader:
     """Loads the instances of many hosts with one query per cell."""
 
-    def __init__(self, context, cells):
+    def __init__(self, context, cells, placement_client):
         self.context = context
         self.cells = cells          # cell uuid -> CellMapping
+        self.placement_client = placement_client
 
     def __call__(self, records):
-        """Set ``preemptibles`` of every record (a list of HostRecords)."""
+        """Set ``preemptibles`` of every record (a list of HostRecords) to
+        its candidates: eligible and not claimed."""
+        self.load(records)
+        for record in records:
+            self._drop_claimed(record)
+
+    def load(self, records):
+        """Set ``preemptibles`` of every record to its eligible preemptible
+        instances, claimed or not."""
         by_cell = collections.defaultdict(list)
         for record in records:
             record.preemptibles = []
@@ -196,6 +242,17 @@ class InstanceLoader:
                 # deleted, say) stays in h_f through HostRecord.core_host.
                 if candidate.eligible:
                     record.preemptibles.append(candidate)
+
+    def _drop_claimed(self, record):
+        # Only claimed instances make the listed exceed Placement's count;
+        # where they do not, a claimed one among the listed is at worst
+        # chosen and found taken by the claim (see claim.py).
+        listed = res.total(i.resources for i in record.preemptibles)
+        if record.preemptible_used.covers(listed):
+            return
+        held = holders(self.placement_client, self.context, record.uuid)
+        record.preemptibles = [i for i in record.preemptibles
+                               if i.uuid in held]
 
     def _instances(self, cell_uuid, by_node):
         cell = self.cells.get(cell_uuid) or objects.CellMapping.get_by_uuid(

@@ -11,12 +11,17 @@ host would lose. Then, phase by phase:
   the cheapest sufficient victim set on that host is chosen, as the host's
   weight promised;
 * **claim**: each victim's allocations are taken with a consumer-generation
-  swap (:mod:`.claim`). A victim another worker took is dropped, the host's
+  swap (:mod:`.claim`). A new server's victims are taken in the same
+  Placement write as Nova's claim of the server itself, when Placement
+  accepts that write; otherwise Nova claims the server and the victims are
+  taken one by one. A victim another worker took is dropped, the host's
   usage is read again and the choice is made anew; when the host can no
   longer make room the request fails;
-* **terminate**: only once every instance of the request is placed
-  (:mod:`.terminate`). A request that fails gives every claimed victim its
-  allocations back, terminates nothing, and its ``NoValidHost`` says why.
+* **terminate**: only once every instance of the request is placed, and
+  in the background (:mod:`.terminate`): the claims have already freed the
+  room, so the selections go back to the conductor at once. A request that
+  fails gives every claimed victim its allocations back, terminates
+  nothing, and its ``NoValidHost`` says why.
 
 Rebuilds never preempt; moves may if ``[opie] preempt_on_move`` lists them.
 Alternates of a normal request are hosts that fit without preemption, as
@@ -25,9 +30,12 @@ the cell conductor uses them without asking the scheduler again.
 Two periodic tasks: the heartbeat (:mod:`.heartbeat`) and, on one
 scheduler host, the reconciler (:mod:`.reconciler`).
 """
+import copy
+
 from oslo_log import log as logging
 from oslo_service import periodic_task
 from oslo_utils import timeutils
+from oslo_utils import versionutils
 
 import nova.conf
 from nova import exception
@@ -61,7 +69,12 @@ class OpieSchedulerManager(manager.SchedulerManager):
         super().__init__(*args, **kwargs)
         self.reconciler = reconciler.Reconciler(
             self.settings, self.host_manager, self.placement_client,
-            self.terminator, CONF.opie.reconcile_grace_period)
+            self.terminator, CONF.opie.reconcile_grace_period,
+            CONF.opie.claimed_grace_period)
+
+    @property
+    def placement_client(self):
+        return ClaimingClient(super().placement_client)
 
     # filter and score: a plan the filter and weighers read ---------------
     def _schedule(self, context, spec_obj, instance_uuids,
@@ -71,7 +84,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
         plan = plan_mod.Plan(
             elevated, hoststate.request_of(spec_obj), self.settings,
             load_instances=hoststate.InstanceLoader(
-                elevated, self.host_manager.cells),
+                elevated, self.host_manager.cells, self.placement_client),
             may_preempt=lambda: operations.may_preempt(
                 elevated, spec_obj, self.settings.preempt_on_move),
             now=timeutils.utcnow())
@@ -97,8 +110,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 self._abandon(elevated, plan, claims_placement)
                 raise
         if plan.preemptions:
-            self.terminator.terminate(plan.preemptions,
-                                      terminate.request_info(spec_obj))
+            self.terminator.terminate_later(plan.preemptions,
+                                            terminate.request_info(spec_obj))
         return selections
 
     def _get_all_host_states(self, context, spec_obj, provider_summaries):
@@ -165,21 +178,12 @@ class OpieSchedulerManager(manager.SchedulerManager):
             taken = claim.claim(self.placement_client, plan.context,
                                 victim.uuid)
             if taken is None:
-                plan.lose(record, victim,
-                          self._usages(plan.context, record))
+                plan.lose(record, victim, hoststate.read_usages(
+                    self.placement_client, plan.context, record.uuid))
                 break
             plan.take(record, victim, taken)
             claimed.append(victim)
         return claimed
-
-    def _usages(self, context, record):
-        url = '/resource_providers/%s/usages' % record.uuid
-        resp = self.placement_client.get(
-            url, version='1.9', global_request_id=context.global_id)
-        if resp.status_code != 200:
-            raise claim.ClaimError('GET %s: %s %s' % (url, resp.status_code,
-                                                      resp.text))
-        return resp.json()['usages']
 
     # failure: give everything back ---------------------------------------
     def _abandon(self, context, plan, claims_placement):
@@ -215,6 +219,56 @@ class OpieSchedulerManager(manager.SchedulerManager):
         up = sorted(s.host for s in services
                     if self.servicegroup_api.service_is_up(s))
         return bool(up) and up[0] == self.host
+
+
+class ClaimingClient:
+    """Nova's report client, as ``_schedule`` claims each instance through
+    it: where the instance needs victims, they are taken in the same
+    Placement write."""
+
+    def __init__(self, client):
+        self._client = client
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def claim_resources(self, context, consumer_uuid, alloc_request,
+                        project_id, user_id, allocation_request_version,
+                        consumer_generation=None):
+        plan = plan_mod.current()
+        if (plan is not None and consumer_generation is None
+                and versionutils.convert_version_to_tuple(
+                    allocation_request_version)
+                >= versionutils.convert_version_to_tuple(claim.VERSION)
+                and self._claim_with_victims(
+                    plan, context, consumer_uuid, alloc_request,
+                    dict(project_id=project_id, user_id=user_id),
+                    allocation_request_version)):
+            return True
+        return self._client.claim_resources(
+            context, consumer_uuid, alloc_request, project_id, user_id,
+            allocation_request_version,
+            consumer_generation=consumer_generation)
+
+    def _claim_with_victims(self, plan, context, instance_uuid,
+                            alloc_request, owner, version):
+        """True if the instance and its victims are claimed; False if it
+        needs none, or Placement refused (nothing written)."""
+        record = next((plan.records[rp] for rp in alloc_request['allocations']
+                       if rp in plan.records), None)
+        option = record and plan.option(record)
+        if not option or option.fits:
+            return False
+        allocation = dict(copy.deepcopy(alloc_request), **owner)
+        claims = claim.claim_together(
+            self._client, context, instance_uuid, allocation, version,
+            [victim.uuid for victim in option.victims])
+        if claims is None:
+            return False
+        for victim, claimed in zip(option.victims, claims):
+            plan.take(record, victim, claimed)
+        plan.preempted(record, instance_uuid, option.victims, option.cost)
+        return True
 
 
 def _join(nova_reason, opie_reason, claims):

@@ -1,20 +1,31 @@
-"""Repair h_f overcommit: preempt on hosts where everything exceeds capacity.
+"""Repair what concurrent or interrupted scheduling left behind.
 
-Placement enforces h_n (normal instances) and the custom preemptible
-classes atomically, but h_f (both together) only through OPIE's filter. Two
-scheduler workers placing a preemptible and a normal instance on the same
-host at once can therefore overcommit it. The reconciler finds such hosts
-and terminates the cheapest preemptibles that bring them back within
-capacity, with the same claim as the scheduler (so it never fights a
-scheduler worker over a victim).
+Runs every ``[opie] reconcile_interval`` seconds on one scheduler host (see
+the manager); tests call :meth:`Reconciler.run` directly. Each pass fixes
+two things, terminating through the scheduler's own path
+(:mod:`.terminate`: instance action, delete or shelve, notification):
 
-* Suspects are hosts whose compute node record (the resource tracker counts
-  every instance) is over capacity; Placement confirms each one.
-* A host is repaired only once it has been over capacity for longer than
-  ``[opie] reconcile_grace_period`` seconds, so that a preemption or a
-  deletion already under way can finish.
-* It runs every ``[opie] reconcile_interval`` seconds on one scheduler
-  host (see the manager); tests call :meth:`Reconciler.run` directly.
+* **Claimed victims left running.** A scheduler worker empties a victim's
+  Placement allocations (:mod:`.claim`) and terminates it in the
+  background after answering the request. If the worker dies in between,
+  the victim runs on, unaccounted for, while its room is given to others.
+  A preemptible instance that could be preempted (no task, not locked,
+  running or stopped) but holds no allocations on its compute node for
+  longer than ``[opie] claimed_grace_period`` seconds is terminated
+  (notification reason ``claimed``). Hosts are read from Placement only
+  where such instances run: one request per host.
+* **h_f overcommit.** Placement enforces h_n (normal instances) and the
+  custom preemptible classes atomically, but h_f (both together) only
+  through OPIE's filter. Two scheduler workers placing a preemptible and a
+  normal instance on the same host at once can therefore overcommit it.
+  Hosts whose compute node record (the resource tracker counts every
+  instance) is over capacity are suspects; Placement confirms each one.
+  Once a host has been over capacity for longer than ``[opie]
+  reconcile_grace_period`` seconds (so that a preemption or a deletion
+  already under way can finish), the cheapest preemptibles that bring it
+  back within capacity are claimed as the scheduler claims them (so the
+  reconciler never fights a scheduler worker over a victim) and terminated
+  (notification reason ``reconcile``).
 """
 import datetime
 
@@ -35,70 +46,91 @@ def _excess(host):
     return res.Resources(*(max(0, -free) for free in host.free_full))
 
 
+def _overdue(since, found, now, grace):
+    """Keys of ``found`` seen in ``since`` (key -> first seen, updated)
+    for at least ``grace``."""
+    for key in set(since) - set(found):
+        del since[key]
+    return [key for key in found
+            if now - since.setdefault(key, now) >= grace]
+
+
 class Reconciler:
 
     def __init__(self, settings, host_manager, placement_client,
-                 terminator, grace_period):
+                 terminator, grace_period, claimed_grace_period):
         self.settings = settings
         self.host_manager = host_manager
         self.placement_client = placement_client
         self.terminator = terminator
         self.grace = datetime.timedelta(seconds=grace_period)
-        # Host uuid -> when it was first seen over capacity. Only the
-        # one periodic task touches it.
+        self.claimed_grace = datetime.timedelta(seconds=claimed_grace_period)
+        # When each host was first seen over capacity, and each claimed
+        # victim first seen running. Only the one periodic task touches
+        # them.
         self._over_since = {}
+        self._claimed_since = {}
 
     def run(self, context, now=None):
         """One pass; returns the Preemptions made."""
         now = now or timeutils.utcnow()
-        records = [self._placement_record(context, host_state)
-                   for host_state in self._suspects(context)]
-        over = {r.uuid: r for r in records
-                if not _excess(r.core_host()).is_zero()}
-        for uuid in set(self._over_since) - set(over):
-            del self._over_since[uuid]
-        due = [r for r in over.values()
-               if now - self._over_since.setdefault(r.uuid, now)
-               >= self.grace]
-        if not due:
-            return []
-        hoststate.InstanceLoader(context, self.host_manager.cells)(due)
-        preemptions = [p for p in (self._repair(context, r, now)
-                                   for r in due) if p]
-        self.terminator.terminate(preemptions, {'reason': 'reconcile'})
+        # No uuids, no request spec: every compute node of enabled cells.
+        host_states = [
+            host_state for host_state in
+            self.host_manager.get_host_states_by_uuids(context, None, None)
+            if host_state.uuid is not None]
+        preemptions = self._claimed(context, host_states, now)
+        if preemptions:
+            self.terminator.terminate(preemptions, {'reason': 'claimed'})
+        repairs = self._overcommitted(context, host_states, now)
+        if repairs:
+            self.terminator.terminate(repairs, {'reason': 'reconcile'})
+        return preemptions + repairs
+
+    # claimed victims left running ----------------------------------------
+    def _claimed(self, context, host_states, now):
+        records = [hoststate.record_from_host_state(host_state)
+                   for host_state in host_states]
+        self._loader(context).load(records)
+        claimed = {}
+        for record in records:
+            if not record.preemptibles:
+                continue
+            held = hoststate.holders(self.placement_client, context,
+                                     record.uuid)
+            for instance in record.preemptibles:
+                if instance.uuid not in held:
+                    claimed[instance.uuid] = (record, instance)
+        due = _overdue(self._claimed_since, claimed, now, self.claimed_grace)
+        by_host = {}
+        for uuid in due:
+            record, instance = claimed[uuid]
+            by_host.setdefault(record.uuid, (record, []))[1].append(instance)
+        preemptions = []
+        for record, instances in by_host.values():
+            LOG.warning('OPIE: preemptible instances %s on host %s hold no '
+                        'allocations: claimed but never terminated, '
+                        'terminating them', [i.uuid for i in instances],
+                        record.host)
+            preemptions.append(self._preemption(record, instances, now))
         return preemptions
 
-    def _suspects(self, context):
-        # No uuids, no request spec: every compute node of enabled cells.
-        for host_state in self.host_manager.get_host_states_by_uuids(
-                context, None, None):
-            if host_state.uuid is None:
-                continue
-            record = hoststate.record_from_host_state(host_state)
-            if not _excess(record.core_host()).is_zero():
-                yield host_state
-
-    def _placement_record(self, context, host_state):
-        base = '/resource_providers/%s' % host_state.uuid
-        inventories = self._get(context, base + '/inventories')
-        usages = self._get(context, base + '/usages')
-        capacity = res.Resources(*(
-            _capacity(inventories['inventories'].get(rc))
-            for rc in hoststate.STANDARD_CLASSES))
-        record = hoststate.HostRecord(
-            uuid=host_state.uuid, host=host_state.host,
-            nodename=host_state.nodename, cell_uuid=host_state.cell_uuid,
-            capacity=capacity, normal_used=res.ZERO)
-        record.apply_usage(usages['usages'])
-        return record
-
-    def _get(self, context, url):
-        resp = self.placement_client.get(
-            url, version='1.9', global_request_id=context.global_id)
-        if resp.status_code != 200:
-            raise claim.ClaimError('GET %s: %s %s' % (
-                url, resp.status_code, resp.text))
-        return resp.json()
+    # h_f overcommit ------------------------------------------------------
+    def _overcommitted(self, context, host_states, now):
+        records = [hoststate.record_from_placement(self.placement_client,
+                                                   context, host_state)
+                   for host_state in host_states
+                   if not _excess(hoststate.record_from_host_state(
+                       host_state).core_host()).is_zero()]
+        over = {r.uuid: r for r in records
+                if not _excess(r.core_host()).is_zero()}
+        due = [over[uuid] for uuid in
+               _overdue(self._over_since, over, now, self.grace)]
+        if not due:
+            return []
+        self._loader(context)(due)
+        return [p for p in (self._repair(context, r, now) for r in due)
+                if p]
 
     def _repair(self, context, record, now):
         host = record.core_host()
@@ -121,14 +153,16 @@ class Reconciler:
                  record.host, excess, [v.uuid for v in taken])
         # Victims lost to a scheduler worker freed room too; what is
         # still over is left to the next pass.
+        return self._preemption(record, taken, now)
+
+    # helpers -------------------------------------------------------------
+    def _loader(self, context):
+        return hoststate.InstanceLoader(context, self.host_manager.cells,
+                                        self.placement_client)
+
+    def _preemption(self, record, victims, now):
+        host = record.core_host()
         return plan_mod.Preemption(
-            record.host, record.nodename, tuple(taken),
+            record.host, record.nodename, tuple(victims),
             sum(self.settings.cost_model.instance_cost(v, host, now)
-                for v in taken))
-
-
-def _capacity(inventory):
-    if not inventory:
-        return 0
-    return ((inventory['total'] - inventory['reserved'])
-            * inventory['allocation_ratio'])
+                for v in victims))

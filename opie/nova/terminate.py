@@ -1,7 +1,12 @@
 """Terminate claimed victims, and tell their owners and the operator.
 
-Runs once the whole request is placed (or for the reconciler), for victims
-already claimed in Placement (:mod:`.claim`). For every victim:
+Runs for victims already claimed in Placement (:mod:`.claim`): their room
+is free for every scheduler worker from the claim on, so the scheduler
+answers the request first and terminates in the background
+(:meth:`Terminator.terminate_later`, on Nova's default executor: green
+threads under eventlet, ``[DEFAULT] default_thread_pool_size`` native
+threads otherwise; a stopping scheduler waits for them). The reconciler
+terminates in its own periodic task. For every victim:
 
 1. an instance action ``opie-preempt`` is recorded in the victim's cell
    with an admin context: its owner lists it, even after the server is
@@ -16,8 +21,8 @@ Then one oslo.messaging notification ``opie.preempt`` per host goes to
 ``[opie] notification_topics``: host, victims, cost and the request.
 
 A victim that cannot be terminated is logged and skipped: its room is
-already counted as free, and the reconciler acts if the host ends up over
-capacity.
+already counted as free, and the reconciler terminates it later, as it does
+victims whose scheduler died before terminating them.
 """
 from oslo_log import log as logging
 import oslo_messaging as messaging
@@ -29,6 +34,7 @@ from nova import context as nova_context
 from nova import exception
 from nova import objects
 from nova import rpc
+from nova import thread_pool_factory
 
 from opie.nova import conf as opie_conf
 
@@ -46,6 +52,11 @@ class Terminator:
         self.compute_api = compute_api.API()
         self._notifier = None
 
+    def terminate_later(self, preemptions, request_info):
+        """:meth:`terminate` in the background; returns its future."""
+        return thread_pool_factory.spawn(self.terminate, preemptions,
+                                         request_info)
+
     def terminate(self, preemptions, request_info):
         """Terminate the victims of ``preemptions`` (plan.Preemption) and
         notify; ``request_info`` (a dict) describes what they made room
@@ -53,7 +64,12 @@ class Terminator:
         for preemption in preemptions:
             done = [victim for victim in preemption.victims
                     if self._terminate(victim.uuid)]
-            self._notify(preemption, done, request_info)
+            try:
+                self._notify(preemption, done, request_info)
+            except Exception:
+                # Nobody waits for a background task: say it here.
+                LOG.exception('OPIE: could not notify the preemption on '
+                              'host %s', preemption.host)
 
     def _context(self):
         """A context that may act on any instance (and reach Glance as the

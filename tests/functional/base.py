@@ -9,7 +9,10 @@ Placement through wsgi-intercept, casts made calls), with:
 * the paper's flavors (Table 2), each in a normal and a preemptible form;
 * the scheduler started with ``OpieSchedulerManager`` (or the stock
   manager, ``MANAGER = None``) and OPIE's filter and weighers next to
-  Nova's defaults, at their default multipliers.
+  Nova's defaults, at their default multipliers;
+* the scheduler's background terminations tracked, so that a test waits
+  for them (:meth:`OpieCloud.wait_for_terminations`) before it looks for
+  victims gone.
 """
 import datetime
 import os
@@ -27,14 +30,17 @@ from nova import objects
 from nova.tests.functional import integrated_helpers
 from nova.virt import fake
 
+from opie.cmd import flavor_spec
 from opie.nova import conf as opie_conf
-from opie.nova import hoststate
 
 CAPACITY = {'VCPU': 8, 'MEMORY_MB': 16384, 'DISK_GB': 1000}
 # The paper's Table 2: vCPUs, RAM (MB), disk (GB).
 SIZES = {'small': (1, 2000, 20), 'medium': (2, 4000, 40),
          'large': (4, 8000, 80)}
 MANAGER = 'opie.nova.manager.OpieSchedulerManager'
+# Seconds a background termination may take before a test fails (a hang,
+# not a timing check).
+TERMINATION_TIMEOUT = 60
 PROVIDER_YAML = textwrap.dedent("""\
     meta:
       schema_version: '1.0'
@@ -60,12 +66,9 @@ class PaperDriver(fake.FakeDriver):
 
 
 def preemptible_specs(vcpus, memory_mb, disk_gb):
-    return {hoststate.PREEMPTIBLE_SPEC: 'true',
-            'resources:VCPU': '0', 'resources:MEMORY_MB': '0',
-            'resources:DISK_GB': '0',
-            'resources:CUSTOM_PREEMPTIBLE_VCPU': str(vcpus),
-            'resources:CUSTOM_PREEMPTIBLE_MEMORY_MB': str(memory_mb),
-            'resources:CUSTOM_PREEMPTIBLE_DISK_GB': str(disk_gb)}
+    """Extra specs as ``opie-manage flavor create-preemptible`` sets them."""
+    return flavor_spec.preemptible_specs(
+        flavor_spec.Flavor('', vcpus, memory_mb, disk_gb))
 
 
 class OpieCloud(integrated_helpers._IntegratedTestBase):
@@ -95,6 +98,18 @@ class OpieCloud(integrated_helpers._IntegratedTestBase):
         self.select_destinations = self.useFixture(fixtures.MockPatchObject(
             manager, 'select_destinations',
             wraps=manager.select_destinations)).mock
+        self.terminations = []
+        if self.MANAGER is not None:
+            self.useFixture(fixtures.MockPatchObject(
+                manager.terminator, 'terminate_later',
+                side_effect=self._track(manager.terminator.terminate_later)))
+
+    def _track(self, terminate_later):
+        def tracked(*args):
+            future = terminate_later(*args)
+            self.terminations.append(future)
+            return future
+        return tracked
 
     # the cloud -------------------------------------------------------------
     def _setup_services(self):
@@ -173,6 +188,12 @@ class OpieCloud(integrated_helpers._IntegratedTestBase):
     def host_of(self, server):
         return self.api.get_server(server['id'])['OS-EXT-SRV-ATTR:host']
 
+    def wait_for_terminations(self):
+        """Wait until the scheduler has terminated every victim it claimed
+        so far (it does so in the background, after answering)."""
+        for future in self.terminations:
+            future.result(timeout=TERMINATION_TIMEOUT)
+
     # checks ----------------------------------------------------------------
     def usage(self, host):
         return self._get_provider_usages(self._get_provider_uuid_by_host(host))
@@ -189,6 +210,7 @@ class OpieCloud(integrated_helpers._IntegratedTestBase):
                                      % (host, rc, usage))
 
     def assert_normal_servers_never_preempted(self):
+        self.wait_for_terminations()
         victims = {v['uuid'] for n in self.preempt_notifications()
                    for v in n['payload']['victims']}
         self.assertEqual(set(), victims & self.normal_servers)

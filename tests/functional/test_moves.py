@@ -36,6 +36,7 @@ class MigrateMayPreempt(ColdMigrate):
 
     def test_migration_preempts_on_destination(self):
         server = self._migrate_server(self.server)
+        self.wait_for_terminations()
 
         self.assertEqual('host-B', server['OS-EXT-SRV-ATTR:host'])
         self.assertEqual(sorted(set(self.names) - {'P0'}), self.live_names())

@@ -30,6 +30,7 @@ class MultiCreate(base.OpieCloud):
 
     def test_each_victim_serves_one_server(self):
         servers = self.create(2, 'ACTIVE')
+        self.wait_for_terminations()
 
         self.assertEqual(['host-A', 'host-B'],
                          sorted(s['OS-EXT-SRV-ATTR:host'] for s in servers))

@@ -54,6 +54,7 @@ class Table5(PaperTable):
         # Partial hours lost: AP2+AP3+AP4 = 38+10+7 = 55, AP1 58, BP1 58,
         # CP1 57, CP2+CP3 112.
         server = self.boot('large', 'new')
+        self.wait_for_terminations()
 
         self.assertEqual('host-A', server['OS-EXT-SRV-ATTR:host'])
         self.assertEqual(sorted(set(self.names) - {'AP2', 'AP3', 'AP4'}
@@ -69,6 +70,7 @@ class Table5LiteralAlgorithm4(PaperTable):
 
     def test_large_request_ends_bp1(self):
         server = self.boot('large', 'new')
+        self.wait_for_terminations()
 
         self.assertEqual('host-B', server['OS-EXT-SRV-ATTR:host'])
         self.assertEqual(sorted(set(self.names) - {'BP1'} | {'new'}),
@@ -81,6 +83,7 @@ class Table6(PaperTable):
     def test_medium_request_ends_bp3(self):
         # BP3 alone covers host-B's shortfall (20); AP1 52, DP3 24.
         server = self.boot('medium', 'new')
+        self.wait_for_terminations()
 
         self.assertEqual('host-B', server['OS-EXT-SRV-ATTR:host'])
         self.assertEqual(sorted(set(self.names) - {'BP3'} | {'new'}),

@@ -33,6 +33,7 @@ class FullOfPreemptibles(base.OpieCloud):
 
     def test_normal_boot_preempts_cheapest_victim_in_one_pass(self):
         server = self.boot('medium', 'normal')
+        self.wait_for_terminations()
 
         self.assertEqual('host-B', server['OS-EXT-SRV-ATTR:host'])
         self.assertEqual(1, self.select_destinations.call_count)
@@ -46,6 +47,7 @@ class FullOfPreemptibles(base.OpieCloud):
         self.api.post_server_action(b2['id'], {'lock': None})
 
         self.boot('medium', 'normal')
+        self.wait_for_terminations()
 
         # Next cheapest: B-3 (20 minutes).
         self.assertEqual(sorted(set(self.preemptibles) - {'B-3'}
@@ -62,10 +64,12 @@ class FullOfPreemptibles(base.OpieCloud):
 
     def test_rebuild_on_full_host_preempts_nothing(self):
         server = self.boot('medium', 'normal')
+        self.wait_for_terminations()
         survivors = self.live_names()
         self.select_destinations.reset_mock()
 
         self._rebuild_server(server, glance.GlanceFixture.image2['id'])
+        self.wait_for_terminations()
 
         self.assertEqual(1, self.select_destinations.call_count)
         self.assertEqual(survivors, self.live_names())

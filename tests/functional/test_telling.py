@@ -26,6 +26,7 @@ class Notify(OneHost):
 
     def test_owner_reads_action_and_operator_gets_notification(self):
         server = self.boot('large', 'normal')
+        self.wait_for_terminations()
         victim = self.victims[0]
         self._wait_until_deleted(victim)
 
@@ -57,6 +58,7 @@ class Shelve(OneHost):
 
     def test_victim_is_shelved_tagged_and_can_be_unshelved(self):
         normal = self.boot('large', 'normal')
+        self.wait_for_terminations()
         victim = self._wait_for_state_change(self.victims[0],
                                              'SHELVED_OFFLOADED')
 
