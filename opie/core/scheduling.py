@@ -80,9 +80,10 @@ def assess_host(request, host, cost_model, now, max_victims=None,
         unlimited = max_victims is not None and victims_mod.select(
             shortfall, host.preemptibles, costs, None, host.capacity)
         return None, TOO_MANY_VICTIMS if unlimited else NO_VICTIMS
-    selection = dataclasses.replace(
-        selection,
-        cost=selection.cost + cost_model.offset(shortfall, host))
+    offset = cost_model.offset(shortfall, host)
+    if offset:
+        selection = victims_mod.Selection(
+            selection.victims, selection.cost + offset, selection.freed)
     return _option(host, False, selection, cost_model, now, ranking), ''
 
 

@@ -9,6 +9,9 @@ without enumerating them:
   cost, and costs add up, so an optimal set takes the *cheapest* j of each
   vector. The search is over how many to take of each distinct vector (real
   hosts run a handful of flavors).
+* One victim is often provably enough: when the cheapest instance that
+  covers the shortfall alone costs no more than the two cheapest of the
+  host together, no set can beat it.
 * A depth-first search over those counts stops adding victims as soon as
   the shortfall is covered (with costs >= 0 more victims never help), and
   prunes a branch when its cost plus a lower bound on what it still needs
@@ -104,9 +107,9 @@ class _Group:
     def __init__(self, vector, members):
         self.vector = vector
         self.members = members          # [(cost, name, instance)]
-        self.prefix = [0.0]             # cost of the cheapest j
-        for cost, _, _ in members:
-            self.prefix.append(self.prefix[-1] + cost)
+        self.costs = [m[0] for m in members]
+        # The cost of the cheapest j, for every j.
+        self.prefix = list(itertools.accumulate(self.costs, initial=0.0))
 
 
 def select(shortfall, candidates, costs, max_victims=None, scale=None):
@@ -124,9 +127,35 @@ def select(shortfall, candidates, costs, max_victims=None, scale=None):
         return Selection((), 0.0, res.ZERO)
     if max_victims is not None and max_victims <= 0:
         return None
-    search = _Search(shortfall, pool, max_victims, _scale(
-        [p[2] for p in pool], scale))
-    return search.run()
+    scale = scale or _scale([p[2] for p in pool], None)
+    return (_lone_victim(shortfall, pool, scale)
+            or _Search(shortfall, pool, max_victims, scale).run())
+
+
+def _lone_victim(shortfall, pool, scale):
+    """The answer when one instance is provably enough, else None.
+
+    Any set of two or more victims costs at least the two cheapest costs
+    of the pool together; a lone victim costing no more wins (on a tie it
+    has fewer victims). Among lone victims of the cheapest cost, the tie
+    break is leftover, then name. Most requests are one flavor, so most
+    hosts are settled here without a search.
+    """
+    best = None
+    for cost, name, instance in pool:       # cheapest first
+        if best is not None and cost > best[0] + _EPS * max(1.0, best[0]):
+            break
+        if instance.resources.covers(shortfall):
+            key = (_leftover(instance.resources, shortfall, scale), name)
+            if best is None or key < best[1]:
+                best = (cost, key, instance)
+    if best is None:
+        return None
+    cost, _, instance = best
+    if len(pool) > 1 and cost > pool[0][0] + pool[1][0] + _EPS * max(
+            1.0, cost):
+        return None
+    return Selection((instance,), cost, instance.resources)
 
 
 class _Search:
@@ -145,45 +174,44 @@ class _Search:
             key=lambda g: _share(g.vector, scale), reverse=True)
         self.rank = {g.vector: gi for gi, g in enumerate(self.groups)}
         self._prepare_bounds()
-        self._cheapest = {}
         self.best_counts = self.best_cost = self.best_key = None
         self.limit = math.inf
 
     def _prepare_bounds(self):
-        """Per suffix of groups: largest vector per dimension and total."""
+        """Per suffix of groups: the largest vector per dimension, the
+        total, and the cost of its m cheapest instances for every m."""
         n = len(self.groups)
         self.suffix_max = [res.ZERO] * (n + 1)
         self.suffix_total = [res.ZERO] * (n + 1)
+        self.suffix_cheapest = [[0.0]] * (n + 1)
+        costs = []
         for gi in range(n - 1, -1, -1):
             group = self.groups[gi]
-            nxt = self.suffix_max[gi + 1]
-            v = group.vector
-            self.suffix_max[gi] = res.Resources(
-                max(nxt.vcpus, v.vcpus), max(nxt.memory_mb, v.memory_mb),
-                max(nxt.disk_gb, v.disk_gb))
-            self.suffix_total[gi] = (self.suffix_total[gi + 1]
-                                     + v * len(group.members))
-
-    def _cheapest_of_suffix(self, gi, m):
-        """Cost of the m cheapest instances of groups[gi:] (cached)."""
-        prefix = self._cheapest.get(gi)
-        if prefix is None:
-            rank = self.rank
-            prefix = list(itertools.accumulate(
-                (e[0] for e in self.pool if rank[e[2].resources] >= gi),
-                initial=0.0))
-            self._cheapest[gi] = prefix
-        return prefix[m]
+            cpu, ram, disk = group.vector
+            big_cpu, big_ram, big_disk = self.suffix_max[gi + 1]
+            self.suffix_max[gi] = (cpu if cpu > big_cpu else big_cpu,
+                                   ram if ram > big_ram else big_ram,
+                                   disk if disk > big_disk else big_disk)
+            size = len(group.members)
+            all_cpu, all_ram, all_disk = self.suffix_total[gi + 1]
+            self.suffix_total[gi] = res.Resources(
+                all_cpu + cpu * size, all_ram + ram * size,
+                all_disk + disk * size)
+            # Both runs are sorted already, which makes this merge cheap.
+            costs = sorted(costs + group.costs)
+            self.suffix_cheapest[gi] = list(itertools.accumulate(
+                costs, initial=0.0))
 
     def _min_more(self, need, gi):
         """Fewest instances of groups[gi:] that could cover ``need``."""
-        biggest = self.suffix_max[gi]
         m = 1
-        for want, most in zip(need, biggest):
+        for want, most in zip(need, self.suffix_max[gi]):
             if want > 0:
                 if most <= 0:
                     return None
-                m = max(m, math.ceil(want / most - _EPS))
+                fewest = math.ceil(want / most - _EPS)
+                if fewest > m:
+                    m = fewest
         return m
 
     def run(self):
@@ -253,7 +281,7 @@ class _Search:
         more = self._min_more((need_cpu, need_ram, need_disk), gi)
         if more is None or taken + more > self.max_victims:
             return
-        if cost + self._cheapest_of_suffix(gi, more) > self.limit:
+        if cost + self.suffix_cheapest[gi][more] > self.limit:
             return
         group = self.groups[gi]
         cpu, ram, disk = group.vector

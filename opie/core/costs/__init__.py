@@ -38,6 +38,8 @@ class CostModel:
         now = host_mod.utc(now)
         columns = [[m * plugin.instance_cost(i, host, now)
                     for i in instances] for plugin, m in self.weighted]
+        if len(columns) == 1:
+            return columns[0]
         return [sum(row) for row in zip(*columns)]
 
     def offset(self, shortfall, host):
