@@ -61,11 +61,9 @@ from opie.core import resources as res  # noqa: E402
 from opie.core import scheduling  # noqa: E402
 from opie.nova import hoststate  # noqa: E402
 from opie.nova import plan as plan_mod  # noqa: E402
+from opie.testing import harness  # noqa: E402
 from tests.functional import base  # noqa: E402
 
-NOVA_FILTERS = ['ComputeFilter', 'ComputeCapabilitiesFilter',
-                'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
-                'ServerGroupAffinityFilter']
 NOVA_WEIGHERS = ['nova.scheduler.weights.all_weighers']
 OPIE_WEIGHERS = ['opie.nova.weights.overcommit.OvercommitWeigher',
                  'opie.nova.weights.preemption_cost.PreemptionCostWeigher']
@@ -87,11 +85,12 @@ class CloudLatency(base.OpieCloud):
         self.context = nova_context.get_admin_context()
         self.opie = self.scheduler.manager
         self.compute_api = compute_api.API()
-        self.flags(enabled_filters=NOVA_FILTERS, weight_classes=NOVA_WEIGHERS,
-                   group='filter_scheduler')
+        self.flags(enabled_filters=harness.NOVA_FILTERS,
+                   weight_classes=NOVA_WEIGHERS, group='filter_scheduler')
         self.stock = nova_manager.SchedulerManager()
-        self.flags(enabled_filters=NOVA_FILTERS + ['PreemptibleFilter'],
-                   group='filter_scheduler')
+        self.flags(
+            enabled_filters=harness.NOVA_FILTERS + ['PreemptibleFilter'],
+            group='filter_scheduler')
         self.safe = nova_manager.SchedulerManager()
         self.specs = {kind: self.template_spec(kind)
                       for kind in ('normal', 'preemptible')}
@@ -242,7 +241,8 @@ class SyntheticHosts(base.OpieCloud):
         return host
 
     def handlers(self, stock):
-        names = NOVA_FILTERS + ([] if stock else ['PreemptibleFilter'])
+        names = harness.NOVA_FILTERS + (
+            [] if stock else ['PreemptibleFilter'])
         filter_handler = filters.HostFilterHandler()
         classes = {cls.__name__: cls for cls in
                    filter_handler.get_matching_classes(

@@ -1,68 +1,29 @@
-"""An in-process Nova 34 + Placement cloud with OPIE's scheduler plugin.
+"""The functional tests' cloud: :class:`opie.testing.harness.OpieHarness`
+(Nova 34 + Placement in this process with OPIE's scheduler plugin) plus
 
-Nova's own functional harness (API, conductor, scheduler, fake computes,
-Placement through wsgi-intercept, casts made calls), with:
-
-* computes of the paper's testbed (8 vCPU, 16384 MB, no reserved memory,
-  allocation ratios 1.0) and a provider.yaml giving each the
-  ``CUSTOM_PREEMPTIBLE_*`` inventory;
 * the paper's flavors (Table 2), each in a normal and a preemptible form;
-* the scheduler started with ``OpieSchedulerManager`` (or the stock
-  manager, ``MANAGER = None``) and OPIE's filter and weighers next to
-  Nova's defaults, at their default multipliers;
+* casts made calls, as in Nova's own functional tests;
 * the scheduler's background terminations tracked, so that a test waits
   for them (:meth:`OpieCloud.wait_for_terminations`) before it looks for
-  victims gone.
+  victims gone;
+* a check, after every test, that no normal server was ever preempted.
 """
 import datetime
-import os
-import sys
-import textwrap
-import warnings
 
 import fixtures
 from oslo_messaging.notify import _impl_test as test_notifier
 from oslo_utils import timeutils
-from sqlalchemy import exc as sqla_exc
 
 from nova import context as nova_context
 from nova import objects
-from nova.tests.functional import integrated_helpers
-from nova.virt import fake
 
 from opie.cmd import flavor_spec
-from opie.nova import conf as opie_conf
+from opie.core import preemptible
+from opie.testing import harness
 
-CAPACITY = {'VCPU': 8, 'MEMORY_MB': 16384, 'DISK_GB': 1000}
-# The paper's Table 2: vCPUs, RAM (MB), disk (GB).
-SIZES = {'small': (1, 2000, 20), 'medium': (2, 4000, 40),
-         'large': (4, 8000, 80)}
-MANAGER = 'opie.nova.manager.OpieSchedulerManager'
 # Seconds a background termination may take before a test fails (a hang,
 # not a timing check).
 TERMINATION_TIMEOUT = 60
-PROVIDER_YAML = textwrap.dedent("""\
-    meta:
-      schema_version: '1.0'
-    providers:
-      - identification:
-          uuid: '$COMPUTE_NODE'
-        inventories:
-          additional:
-            - CUSTOM_PREEMPTIBLE_VCPU:
-                total: {VCPU}
-            - CUSTOM_PREEMPTIBLE_MEMORY_MB:
-                total: {MEMORY_MB}
-            - CUSTOM_PREEMPTIBLE_DISK_GB:
-                total: {DISK_GB}
-    """).format(**CAPACITY)
-
-
-class PaperDriver(fake.FakeDriver):
-    """A compute of the paper's testbed (Table 1), with room for disk."""
-    vcpus = CAPACITY['VCPU']
-    memory_mb = CAPACITY['MEMORY_MB']
-    local_gb = CAPACITY['DISK_GB']
 
 
 def preemptible_specs(vcpus, memory_mb, disk_gb):
@@ -71,20 +32,14 @@ def preemptible_specs(vcpus, memory_mb, disk_gb):
         flavor_spec.Flavor('', vcpus, memory_mb, disk_gb))
 
 
-class OpieCloud(integrated_helpers._IntegratedTestBase):
-    ADMIN_API = True
-    microversion = 'latest'
-    HOSTS = ('host-A', 'host-B')
-    MANAGER = MANAGER
-    # [opie] options for the test class.
-    OPIE = {}
+class OpieCloud(harness.OpieHarness):
 
     def setUp(self):
         super().setUp()
         test_notifier.reset()
         self.normal = {}
         self.preemptible = {}
-        for size, (vcpus, memory_mb, disk_gb) in SIZES.items():
+        for size, (vcpus, memory_mb, disk_gb) in harness.SIZES.items():
             self.normal[size] = self._create_flavor(
                 name=size, vcpu=vcpus, memory_mb=memory_mb, disk=disk_gb,
                 ephemeral=0)
@@ -110,54 +65,6 @@ class OpieCloud(integrated_helpers._IntegratedTestBase):
             self.terminations.append(future)
             return future
         return tracked
-
-    # the cloud -------------------------------------------------------------
-    def _setup_services(self):
-        # SQLAlchemy 2.1 deprecates orm.noload(), which Nova uses; Nova's
-        # WarningsFixture turns that into an error (HTTP 500).
-        warnings.filterwarnings('ignore', message=r'The noload\(\) option',
-                                category=sqla_exc.SADeprecationWarning)
-        # A pip-installed Nova keeps api-paste.ini under the venv, not
-        # next to the package as ConfFixture assumes.
-        self.flags(api_paste_config=os.path.join(
-            sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
-        self.flags(instances=-1, cores=-1, ram=-1, group='quota')
-        config_dir = self.useFixture(fixtures.TempDir()).path
-        with open(os.path.join(config_dir, 'opie.yaml'), 'w') as f:
-            f.write(PROVIDER_YAML)
-        self.flags(provider_config_location=config_dir, group='compute')
-        self.flags(heartbeat_path=os.path.join(config_dir, 'heartbeat'),
-                   group=opie_conf.GROUP_NAME)
-        for name, value in self.OPIE.items():
-            self.flags(group=opie_conf.GROUP_NAME, **{name: value})
-        super()._setup_services()
-
-    def _setup_scheduler_service(self):
-        self.flags(
-            available_filters=['nova.scheduler.filters.all_filters',
-                               'opie.nova.filters.PreemptibleFilter'],
-            enabled_filters=['ComputeFilter', 'ComputeCapabilitiesFilter',
-                             'ImagePropertiesFilter',
-                             'ServerGroupAntiAffinityFilter',
-                             'ServerGroupAffinityFilter',
-                             'PreemptibleFilter'],
-            weight_classes=[
-                'nova.scheduler.weights.all_weighers',
-                'opie.nova.weights.overcommit.OvercommitWeigher',
-                'opie.nova.weights.preemption_cost.PreemptionCostWeigher'],
-            group='filter_scheduler')
-        if self.MANAGER is None:
-            return self.start_service('scheduler')
-        return self.start_service('scheduler', manager=self.MANAGER)
-
-    def _setup_compute_service(self):
-        self.stub_out('nova.virt.fake.PaperDriver', PaperDriver)
-        self.flags(compute_driver='fake.PaperDriver',
-                   reserved_host_memory_mb=0, cpu_allocation_ratio=1.0,
-                   ram_allocation_ratio=1.0, disk_allocation_ratio=1.0)
-        for host in self.HOSTS:
-            compute = self._start_compute(host)
-        return compute
 
     # servers ---------------------------------------------------------------
     def boot(self, size, name, host=None, preemptible=False,
@@ -202,9 +109,10 @@ class OpieCloud(integrated_helpers._IntegratedTestBase):
         """h_f (standard + custom usage) within capacity on every host."""
         for host in self.HOSTS:
             usage = self.usage(host)
-            for rc, capacity in CAPACITY.items():
-                used = (usage.get(rc, 0)
-                        + usage.get('CUSTOM_PREEMPTIBLE_' + rc, 0))
+            for rc, custom, capacity in zip(preemptible.STANDARD,
+                                            preemptible.CUSTOM,
+                                            harness.CAPACITY):
+                used = usage.get(rc, 0) + usage.get(custom, 0)
                 self.assertLessEqual(used, capacity,
                                      '%s %s over capacity: %s'
                                      % (host, rc, usage))

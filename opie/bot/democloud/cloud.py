@@ -1,13 +1,11 @@
 """Nova + Placement in this process, Nova's API on a 127.0.0.1 port.
 
-Built on Nova's functional test harness (``_IntegratedTestBase``: API,
-conductor, scheduler, fake computes, Placement), exactly as Nova tests
-itself, with:
+Built on :class:`opie.testing.harness.OpieHarness` (Nova's functional
+harness with OPIE's scheduler, its filter and weighers, and computes given
+``CUSTOM_PREEMPTIBLE_*`` inventory), with:
 
-* OPIE's scheduler (``OpieSchedulerManager``, its filter and weighers);
-* computes of 8 vCPU / 16384 MB running :class:`virt.AgentDriver`, each
-  given ``CUSTOM_PREEMPTIBLE_*`` inventory by a provider.yaml that
-  ``opie-manage provider-config`` would write;
+* computes running :class:`virt.AgentDriver`, which starts each server's
+  agent from its user data as cloud-init would;
 * flavors ``small``, ``medium``, ``large`` and their preemptible twins
   ``*-preemptible`` as ``opie-manage flavor create-preemptible`` makes them;
 * Nova's API served by a threaded WSGI server on 127.0.0.1.  There is no
@@ -22,30 +20,19 @@ import os
 import secrets
 import shutil
 import socketserver
-import sys
 import tempfile
 import threading
-import warnings
 from wsgiref import simple_server
 
-import fixtures
-from sqlalchemy import exc as sqla_exc
 import yaml
 
 from nova.tests import fixtures as nova_fixtures
-from nova.tests.functional import integrated_helpers
 
 from opie.bot.democloud import virt
 from opie.cmd import flavor_spec
-from opie.cmd import provider_config
 from opie.core import preemptible
-from opie.core import resources as res
-from opie.nova import conf as opie_conf
+from opie.testing import harness
 
-MANAGER = 'opie.nova.manager.OpieSchedulerManager'
-# vCPUs, RAM (MB), disk (GB): the OPIE paper's Table 2.
-SIZES = {'small': (1, 2000, 20), 'medium': (2, 4000, 40),
-         'large': (4, 8000, 80)}
 IMAGE = 'cirros'
 
 
@@ -80,12 +67,9 @@ class _Quiet(simple_server.WSGIRequestHandler):
         """Requests are not worth a line each."""
 
 
-class InProcessCloud(integrated_helpers._IntegratedTestBase):
-    ADMIN_API = True
-    microversion = 'latest'
-    HOSTS = ('host-A', 'host-B')
-    # [opie] options.
-    OPIE = {}
+class InProcessCloud(harness.OpieHarness):
+    DRIVER = virt.AgentDriver
+    COMPUTE_FLAGS = {'shelved_offload_time': 0}
 
     def __init__(self, methodName='runTest', workdir=None):
         super().__init__(methodName)
@@ -108,7 +92,7 @@ class InProcessCloud(integrated_helpers._IntegratedTestBase):
             self.addCleanup(shutil.rmtree, self.workdir, True)
         self.addCleanup(self.guests.halt_all)
         self.flavors = {}
-        for size, (vcpus, memory_mb, disk_gb) in SIZES.items():
+        for size, (vcpus, memory_mb, disk_gb) in harness.SIZES.items():
             self.flavors[size] = self._create_flavor(
                 name=size, vcpu=vcpus, memory_mb=memory_mb, disk=disk_gb,
                 ephemeral=0)
@@ -122,55 +106,9 @@ class InProcessCloud(integrated_helpers._IntegratedTestBase):
         self.token = secrets.token_urlsafe(24)
         self._serve()
 
-    def _setup_services(self):
-        # SQLAlchemy 2.1 deprecates orm.noload(), which Nova uses; Nova's
-        # WarningsFixture turns that into an error (HTTP 500).
-        warnings.filterwarnings('ignore', message=r'The noload\(\) option',
-                                category=sqla_exc.SADeprecationWarning)
-        # A pip-installed Nova keeps api-paste.ini under the venv, not
-        # next to the package as ConfFixture assumes.
-        self.flags(api_paste_config=os.path.join(
-            sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
-        self.flags(instances=-1, cores=-1, ram=-1, group='quota')
-        config_dir = self.useFixture(fixtures.TempDir()).path
-        capacity = res.Resources(virt.CAPACITY['VCPU'],
-                                 virt.CAPACITY['MEMORY_MB'],
-                                 virt.CAPACITY['DISK_GB'])
-        document = provider_config.build(capacity, (1.0, 1.0, 1.0),
-                                         (0, 0, 0))
-        with open(os.path.join(config_dir, 'opie.yaml'), 'w') as f:
-            yaml.safe_dump(document, f)
-        self.flags(provider_config_location=config_dir, group='compute')
-        self.flags(heartbeat_path=os.path.join(config_dir, 'heartbeat'),
-                   group=opie_conf.GROUP_NAME)
-        for name, value in self.OPIE.items():
-            self.flags(group=opie_conf.GROUP_NAME, **{name: value})
-        super()._setup_services()
-
-    def _setup_scheduler_service(self):
-        self.flags(
-            available_filters=['nova.scheduler.filters.all_filters',
-                               'opie.nova.filters.PreemptibleFilter'],
-            enabled_filters=['ComputeFilter', 'ComputeCapabilitiesFilter',
-                             'ImagePropertiesFilter', 'PreemptibleFilter'],
-            weight_classes=[
-                'nova.scheduler.weights.all_weighers',
-                'opie.nova.weights.overcommit.OvercommitWeigher',
-                'opie.nova.weights.preemption_cost.PreemptionCostWeigher'],
-            group='filter_scheduler')
-        return self.start_service('scheduler', manager=MANAGER)
-
     def _setup_compute_service(self):
         virt.AgentDriver.guests = self.guests
-        # Nova loads drivers from nova.virt only.
-        self.stub_out('nova.virt.fake.AgentDriver', virt.AgentDriver)
-        self.flags(compute_driver='fake.AgentDriver',
-                   reserved_host_memory_mb=0, cpu_allocation_ratio=1.0,
-                   ram_allocation_ratio=1.0, disk_allocation_ratio=1.0,
-                   shelved_offload_time=0)
-        for host in self.HOSTS:
-            compute = self._start_compute(host)
-        return compute
+        return super()._setup_compute_service()
 
     def _serve(self):
         app = _Tenant(self.api_fixture.app(), self.token,

@@ -12,10 +12,7 @@ import signal
 import subprocess
 import sys
 
-from nova.virt import fake
-
-# What every compute of the demo cloud has.
-CAPACITY = {'VCPU': 8, 'MEMORY_MB': 16384, 'DISK_GB': 1000}
+from opie.testing import harness
 
 
 class Guests:
@@ -60,11 +57,8 @@ class Guests:
             self.halt(uuid)
 
 
-class AgentDriver(fake.FakeDriver):
+class AgentDriver(harness.PaperDriver):
     """A compute of the demo cloud; ``guests`` is set by the cloud."""
-    vcpus = CAPACITY['VCPU']
-    memory_mb = CAPACITY['MEMORY_MB']
-    local_gb = CAPACITY['DISK_GB']
     guests = None
 
     def spawn(self, context, instance, image_meta, injected_files,
