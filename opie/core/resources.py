@@ -37,6 +37,12 @@ class Resources(NamedTuple):
                          max(0, request.memory_mb - self.memory_mb),
                          max(0, request.disk_gb - self.disk_gb))
 
+    def share(self, scale):
+        """Each dimension as a fraction of ``scale``, summed (dimensions
+        where ``scale`` is 0 are left out)."""
+        return sum(amount / whole for amount, whole in zip(self, scale)
+                   if whole > 0)
+
     def is_zero(self):
         return not (self.vcpus > 0 or self.memory_mb > 0 or self.disk_gb > 0)
 

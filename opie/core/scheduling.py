@@ -97,23 +97,8 @@ def _option(host, fits, selection, cost_model, now, ranking):
     return HostOption(host.name, fits, victims, cost, score)
 
 
-def evaluate_host(request, host, cost_model, now, max_victims=None,
-                  ranking=VICTIMS):
-    """The host's :class:`HostOption`, or None if it fails the filter."""
-    return assess_host(request, host, cost_model, now, max_victims,
-                       ranking)[0]
-
-
 def _order(option):
     return (not option.fits, option.score, option.host)
-
-
-def rank_hosts(request, hosts, cost_model, now, max_victims=None,
-               ranking=VICTIMS):
-    """Hosts that pass the filter, best first."""
-    options = (evaluate_host(request, h, cost_model, now, max_victims,
-                             ranking) for h in hosts)
-    return sorted((o for o in options if o is not None), key=_order)
 
 
 def schedule(request, hosts, cost_model, now, max_victims=None,

@@ -46,20 +46,24 @@ def label(instance):
     return instance.name or instance.uuid
 
 
+def _tolerance(cost):
+    return _EPS * max(1.0, abs(cost))
+
+
 def _leftover(freed, shortfall, scale):
-    return sum((f - s) / c for f, s, c in zip(freed, shortfall, scale)
-               if c > 0)
+    return (freed - shortfall).share(scale)
 
 
-def _scale(candidates, scale):
-    return scale or res.total(i.resources for i in candidates)
+def _pool_total(pool):
+    """The default scale of leftover: all the pool's resources."""
+    return res.total(p[2].resources for p in pool)
 
 
 def _better(cost, key, best_cost, best_key):
     """Is (cost, key) strictly better than the best so far?"""
     if best_cost is None:
         return True
-    tol = _EPS * max(1.0, abs(best_cost))
+    tol = _tolerance(best_cost)
     if cost < best_cost - tol:
         return True
     return cost <= best_cost + tol and key < best_key
@@ -82,7 +86,7 @@ def brute_force(shortfall, candidates, costs, max_victims=None, scale=None):
     pool = _pool(candidates, costs)
     if shortfall.is_zero():
         return Selection((), 0.0, res.ZERO)
-    scale = _scale([p[2] for p in pool], scale)
+    scale = scale or _pool_total(pool)
     limit = len(pool) if max_victims is None else min(max_victims, len(pool))
     best = best_cost = best_key = None
     for size in range(1, limit + 1):
@@ -127,7 +131,7 @@ def select(shortfall, candidates, costs, max_victims=None, scale=None):
         return Selection((), 0.0, res.ZERO)
     if max_victims is not None and max_victims <= 0:
         return None
-    scale = scale or _scale([p[2] for p in pool], None)
+    scale = scale or _pool_total(pool)
     return (_lone_victim(shortfall, pool, scale)
             or _Search(shortfall, pool, max_victims, scale).run())
 
@@ -143,7 +147,7 @@ def _lone_victim(shortfall, pool, scale):
     """
     best = None
     for cost, name, instance in pool:       # cheapest first
-        if best is not None and cost > best[0] + _EPS * max(1.0, best[0]):
+        if best is not None and cost > best[0] + _tolerance(best[0]):
             break
         if instance.resources.covers(shortfall):
             key = (_leftover(instance.resources, shortfall, scale), name)
@@ -152,8 +156,7 @@ def _lone_victim(shortfall, pool, scale):
     if best is None:
         return None
     cost, _, instance = best
-    if len(pool) > 1 and cost > pool[0][0] + pool[1][0] + _EPS * max(
-            1.0, cost):
+    if len(pool) > 1 and cost > pool[0][0] + pool[1][0] + _tolerance(cost):
         return None
     return Selection((instance,), cost, instance.resources)
 
@@ -171,7 +174,7 @@ class _Search:
         # finds good sets early and tightens the bound.
         self.groups = sorted(
             (_Group(v, m) for v, m in by_vector.items()),
-            key=lambda g: _share(g.vector, scale), reverse=True)
+            key=lambda g: g.vector.share(scale), reverse=True)
         self.rank = {g.vector: gi for gi, g in enumerate(self.groups)}
         self._prepare_bounds()
         self.best_counts = self.best_cost = self.best_key = None
@@ -243,8 +246,8 @@ class _Search:
         if cost > self.limit:
             return
         counts = tuple(counts) + (0,) * (len(self.groups) - len(counts))
-        if self.best_cost is not None and cost >= self.best_cost - _EPS * max(
-                1.0, self.best_cost):
+        if (self.best_cost is not None
+                and cost >= self.best_cost - _tolerance(self.best_cost)):
             # A tie on cost: only now is the tie-break key worth its price.
             if self.best_key is None:
                 self.best_key = self._key(self.best_counts)
@@ -255,7 +258,7 @@ class _Search:
             key = None
         self.best_counts, self.best_cost, self.best_key = counts, cost, key
         # Sets dearer than this can no longer win, nor tie.
-        self.limit = cost + _EPS * max(1.0, cost)
+        self.limit = cost + _tolerance(cost)
 
     def _seed_with_greedy(self):
         """Cheapest instances first until covered: an upper bound."""
@@ -302,7 +305,3 @@ class _Search:
             self._dfs(gi + 1, rest_cpu, rest_ram, rest_disk, total_cost,
                       taken + c, counts)
             counts.pop()
-
-
-def _share(vector, scale):
-    return sum(v / s for v, s in zip(vector, scale) if s > 0)

@@ -9,16 +9,11 @@ share), so the search stays exact. Unitless: 1.0 is a whole host dimension.
 from opie.core.costs import base
 
 
-def _share(resources, capacity):
-    return sum(amount / cap for amount, cap in zip(resources, capacity)
-               if cap > 0)
-
-
 class LeftoverCost(base.Cost):
     name = 'leftover'
 
     def instance_cost(self, instance, host, now):
-        return _share(instance.resources, host.capacity)
+        return instance.resources.share(host.capacity)
 
     def offset(self, shortfall, host):
-        return -_share(shortfall, host.capacity)
+        return -shortfall.share(host.capacity)

@@ -88,10 +88,10 @@ def test_locked_victims_and_max_victims_filter_hosts():
         'smalls', [inst('n2', L, preemptible=False)]
         + [inst('s%d' % i, S, 10) for i in range(4)])
     request = scheduling.Request(L)
-    assert scheduling.evaluate_host(request, locked, PERIOD,
-                                    helpers.NOW) is None
-    assert len(scheduling.evaluate_host(request, smalls, PERIOD,
-                                        helpers.NOW).victims) == 4
+    assert scheduling.assess_host(request, locked, PERIOD, helpers.NOW) == (
+        None, scheduling.NO_VICTIMS)
+    option, _ = scheduling.assess_host(request, smalls, PERIOD, helpers.NOW)
+    assert len(option.victims) == 4
     decision = scheduling.schedule(request, [locked, smalls], PERIOD,
                                    helpers.NOW, max_victims=3)
     assert decision.host is None
@@ -101,6 +101,6 @@ def test_locked_victims_and_max_victims_filter_hosts():
 
 def test_unknown_ranking_is_refused():
     with pytest.raises(ValueError, match='unknown ranking'):
-        scheduling.evaluate_host(scheduling.Request(S),
-                                 helpers.paper_host('h', []), PERIOD,
-                                 helpers.NOW, ranking='random')
+        scheduling.assess_host(scheduling.Request(S),
+                               helpers.paper_host('h', []), PERIOD,
+                               helpers.NOW, ranking='random')
