@@ -16,9 +16,8 @@ it).
 """
 import datetime
 
-from opie.cmd import audit_cloud
+from opie.cmd import arguments
 from opie.cmd import audit_conf
-from opie.cmd import cloud
 from opie.cmd import errors
 from opie.cmd import nova_conf
 
@@ -47,7 +46,7 @@ def register(subparsers):
     parser.add_argument('--cloud', action='store_true',
                         help='check flavors and compute nodes through the '
                         'APIs (implied by --os-cloud)')
-    cloud.add_arguments(parser)
+    arguments.add_cloud_arguments(parser)
     parser.set_defaults(func=command)
 
 
@@ -64,6 +63,9 @@ def command(args):
         checked.append('%s (%s)' % (', '.join(args.config_file),
                                     ' and '.join(ROLES[args.role])))
     if use_cloud:
+        # Only now: the cloud clients take most of opie-manage's start-up.
+        from opie.cmd import audit_cloud
+        from opie.cmd import cloud
         with cloud.errors_as_usage():
             problems, summary = audit_cloud.audit(cloud.connect(args))
         found += problems

@@ -35,9 +35,10 @@ def check(conf, roles, now):
     found = []
     if SCHEDULER in roles:
         for scheduler_check in (_filter, _weighers, _multipliers,
-                                _subset_size, _opie_group):
+                                _subset_size):
             found += scheduler_check(conf)
-        found += _heartbeat(conf, now)
+        settings, problems_found = _opie_group(conf)
+        found += problems_found + _heartbeat(conf, settings, now)
     if COMPUTE in roles:
         found += _provider_config(conf) + _shelve_offload(conf)
     return found
@@ -105,24 +106,25 @@ def _subset_size(conf):
 
 
 def _opie_group(conf):
+    """The ``[opie]`` settings (None if invalid) and their problems."""
     try:
         settings = opie_conf.load_settings(conf)
     except opie_conf.ConfigError as exc:
-        return [problems.Problem('nova.conf [opie]', str(exc),
-                                 'correct the value, %s' % RESTART)]
+        return None, [problems.Problem('nova.conf [opie]', str(exc),
+                                       'correct the value, %s' % RESTART)]
     if (settings.termination_mode == opie_conf.SHELVE
             and not conf.opie.auth_type):
-        return [problems.Problem(
+        return settings, [problems.Problem(
             _option('opie', 'auth_type'),
             'termination_mode = shelve needs service user credentials '
             '(shelving snapshots to Glance), but none are set',
             'set auth_type = password, auth_url, username, password, '
             'project_name and the domains of a service user in [opie], '
             '%s' % RESTART)]
-    return []
+    return settings, []
 
 
-def _heartbeat(conf, now):
+def _heartbeat(conf, settings, now):
     path, interval = conf.opie.heartbeat_path, conf.opie.heartbeat_interval
     subject = 'opie-scheduler on this host'
     beat = heartbeat.read(path)
@@ -150,15 +152,14 @@ def _heartbeat(conf, now):
             'last heartbeat in %s is %d s old (interval %d s): '
             'opie-scheduler stopped or hangs' % (path, age, interval),
             'look at the opie-scheduler log and restart it')]
-    return _running_settings(conf, beat.get('settings') or {}, path)
+    return _running_settings(settings, beat.get('settings') or {}, path)
 
 
-def _running_settings(conf, running, path):
-    """What the running scheduler uses against what nova.conf says."""
-    try:
-        settings = opie_conf.load_settings(conf)
-    except opie_conf.ConfigError:
-        return []  # already reported by _opie_group
+def _running_settings(settings, running, path):
+    """What the running scheduler uses against what nova.conf says
+    (nothing to compare when nova.conf's own [opie] is invalid)."""
+    if settings is None:
+        return []
     found = []
     for name, configured in (('termination_mode', settings.termination_mode),
                              ('costs', str(settings.cost_model))):

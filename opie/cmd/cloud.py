@@ -25,15 +25,6 @@ from opie.cmd import flavor_spec
 COMPUTE_API_VERSION = '2.61'
 
 
-def add_arguments(parser):
-    group = parser.add_argument_group('cloud connection')
-    group.add_argument('--os-cloud', metavar='NAME',
-                       help='cloud of clouds.yaml (default: $OS_CLOUD, '
-                       'else the OS_* variables)')
-    group.add_argument('--os-region-name', metavar='REGION',
-                       help='region (default: the cloud\'s)')
-
-
 class Cloud:
     """Clients for Nova (novaclient) and Placement on one session.
 
@@ -103,15 +94,17 @@ def errors_as_usage():
 
 
 def connect(args):
-    """The :class:`Cloud` the ``--os-*`` arguments (or OS_*) point to."""
-    with errors_as_usage():
-        region = openstack.config.OpenStackConfig().get_one(
-            cloud=args.os_cloud, region_name=args.os_region_name)
-        return Cloud(region.get_session(), {
-            service: {'region_name': region.get_region_name(service),
-                      'interface': region.get_interface(service),
-                      'endpoint_override': region.get_endpoint(service)}
-            for service in ('compute', 'placement')})
+    """The :class:`Cloud` the ``--os-*`` arguments (or OS_*) point to.
+
+    Call it inside :func:`errors_as_usage`, as every caller does.
+    """
+    region = openstack.config.OpenStackConfig().get_one(
+        cloud=args.os_cloud, region_name=args.os_region_name)
+    return Cloud(region.get_session(), {
+        service: {'region_name': region.get_region_name(service),
+                  'interface': region.get_interface(service),
+                  'endpoint_override': region.get_endpoint(service)}
+        for service in ('compute', 'placement')})
 
 
 def flavor_of(flavor):

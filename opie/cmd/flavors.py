@@ -15,7 +15,7 @@ already the right preemptible twin is left as it is; any other is an
 error. Flavors that ask for what preemption cannot free (pinned CPUs, PCI
 devices) are refused.
 """
-from opie.cmd import cloud
+from opie.cmd import arguments
 from opie.cmd import errors
 from opie.cmd import flavor_spec
 from opie.core import preemptible as rc
@@ -41,7 +41,7 @@ def register(subparsers):
     create.add_argument('--description',
                         help='description of the new flavor (default: '
                         'that of the normal one)')
-    cloud.add_arguments(create)
+    arguments.add_cloud_arguments(create)
     create.set_defaults(func=create_command)
 
 
@@ -60,6 +60,8 @@ def twin_specs(normal):
 
 
 def create_command(args):
+    # Only now: the cloud clients take most of opie-manage's start-up.
+    from opie.cmd import cloud
     with cloud.errors_as_usage():
         conn = cloud.connect(args)
         source = conn.find_flavor(args.normal)

@@ -82,7 +82,10 @@ def _request(args, flavors):
 
 
 def plan_command(args):
-    snap = snapshot_mod.load(args.snapshot)
+    try:
+        snap = snapshot_mod.load(args.snapshot)
+    except snapshot_mod.SnapshotError as exc:
+        raise errors.UsageError(str(exc)) from None
     request = _request(args, snap.flavors)
     try:
         model = costs.load_cost_model(args.cost, args.period_seconds)
@@ -163,7 +166,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (errors.UsageError, snapshot_mod.SnapshotError) as exc:
+    except errors.UsageError as exc:
         print('opie-manage %s: error: %s' % (args.command, exc),
               file=sys.stderr)
         return errors.EXIT_BAD_INPUT

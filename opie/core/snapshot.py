@@ -107,9 +107,7 @@ def _timestamp(value, where):
     except ValueError:
         raise SnapshotError('%s: %r is not an ISO-8601 timestamp'
                             % (where, value)) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
-    return moment
+    return host_mod.utc(moment)
 
 
 def _resources(obj, where, cpu='vcpus', ram='memory_mb', disk='disk_gb'):
