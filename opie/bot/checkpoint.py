@@ -55,12 +55,17 @@ class TaskRun:
         return (self.restore_s + self.work_s * (1.0 - self.start)
                 + self.dump_s * len(self.checkpoints))
 
+    @property
+    def checkpoint_times(self):
+        """Seconds into the run at which each checkpoint completes."""
+        return tuple(self.restore_s + (frac - self.start) * self.work_s
+                     + m * self.dump_s
+                     for m, frac in enumerate(self.checkpoints, 1))
+
     def saved_after(self, elapsed):
         """The fraction saved once the run has lasted ``elapsed`` seconds."""
         saved = self.start
-        for m, frac in enumerate(self.checkpoints, 1):
-            done_at = (self.restore_s + (frac - self.start) * self.work_s
-                       + m * self.dump_s)
+        for frac, done_at in zip(self.checkpoints, self.checkpoint_times):
             if done_at > elapsed:
                 break
             saved = frac

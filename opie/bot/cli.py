@@ -118,14 +118,20 @@ def cmd_run(args):
                          progress=None if args.quiet else _progress_line,
                          progress_every=args.progress_every, **kwargs)
     rep = report.build(result, report.baseline(plan, backend.run))
-    os.makedirs(args.report_dir, exist_ok=True)
-    stem = os.path.join(args.report_dir, '%s-%s-seed%d' % (
+    stem = _write_report(rep, args.report_dir, '%s-%s-seed%d' % (
         job.name, args.scenario or 'run', args.seed))
+    return _summary(job, rep, stem)
+
+
+def _write_report(rep, directory, name):
+    """Write ``rep`` as DIRECTORY/NAME.json and .html; return the stem."""
+    os.makedirs(directory, exist_ok=True)
+    stem = os.path.join(directory, name)
     with open(stem + '.json', 'w', encoding='utf-8') as f:
         json.dump(rep, f, indent=1)
     with open(stem + '.html', 'w', encoding='utf-8') as f:
         f.write(html.render(rep))
-    return _summary(job, rep, stem)
+    return stem
 
 
 def _cloud_command(command, args):
@@ -155,14 +161,10 @@ def _settings(live, args):
 
 def _drive(live, ctx, args):
     progress = None if args.quiet else _progress_line
-    finished = live.loop(ctx, progress, args.progress_every / ctx.clock.speed)
+    finished = live.loop(ctx, progress,
+                         ctx.clock.wall_s(args.progress_every))
     rep = live.build_report(ctx)
-    os.makedirs(args.report_dir, exist_ok=True)
-    stem = os.path.join(args.report_dir, ctx.job_id)
-    with open(stem + '.json', 'w', encoding='utf-8') as f:
-        json.dump(rep, f, indent=1)
-    with open(stem + '.html', 'w', encoding='utf-8') as f:
-        f.write(html.render(rep))
+    stem = _write_report(rep, args.report_dir, ctx.job_id)
     code = _summary(ctx.plan.job, rep, stem)
     counts = rep['counts']
     print('preemptions %d, migrations %d, checkpoints %d, restores %d, '

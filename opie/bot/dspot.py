@@ -11,8 +11,6 @@ normal flavor, without alpha.  A number fixes Dspot outright.
 import heapq
 import math
 
-from opie.bot import model
-
 
 def list_makespan(durations, slots):
     """Makespan of ``durations`` run in order on ``slots`` parallel slots."""
@@ -29,7 +27,7 @@ def compute(job):
     n = math.ceil(len(job.tasks) / policy.max_normal)
     flavors = job.flavors.values()
     if policy.dspot == 'code':
-        vm = min(flavors, key=lambda f: (f.price_h[model.NORMAL], f.name))
+        vm = job.normal_by_price()[0]
         chosen = sorted(t.runtime_on(vm) for t in job.tasks)[:n]
         alpha = 0.0
     else:

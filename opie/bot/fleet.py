@@ -7,6 +7,7 @@ those tasks will end, computed from the same run model the runner gets
 (:func:`opie.bot.checkpoint.plan_run`).  Booting servers count as busy, as
 HADS adds a new normal server to BR the moment it asks for it.
 """
+import collections
 import math
 
 from opie.bot import checkpoint
@@ -63,10 +64,16 @@ class Server:
     def end(self, now):
         """The server is deleted or lost; close its hibernation if open."""
         if self.hib_since is not None:
-            self.hib_total += now - self.hib_since
-            self.hib_since = None
+            self.thaw(now)
         self.ended = now
         self.state = GONE
+
+    def thaw(self, now):
+        """Close the open hibernation; return how long it lasted."""
+        away = now - self.hib_since
+        self.hib_total += away
+        self.hib_since = None
+        return away
 
     def billed_s(self, now):
         """Seconds billed so far: from creation, hibernation excluded."""
@@ -111,9 +118,10 @@ class Fleet:
     def in_state(self, *states):
         return [s for s in self.servers.values() if s.state in states]
 
-    def normal_count(self, flavor=None):
-        return sum(1 for s in self.live() if not s.spot
-                   and (flavor is None or s.flavor.name == flavor.name))
+    def normal_counts(self):
+        """Live normal servers by flavor name."""
+        return collections.Counter(s.flavor.name for s in self.live()
+                                   if not s.spot)
 
     def run_for(self, task_id, flavor, market, saved=None):
         if saved is None:

@@ -75,6 +75,11 @@ class Job:
         policy = dataclasses.replace(self.policy, max_normal=max_normal)
         return dataclasses.replace(self, flavors=flavors, policy=policy)
 
+    def normal_by_price(self):
+        """The flavors, cheapest normal price first (ties by name)."""
+        return tuple(sorted(self.flavors.values(),
+                            key=lambda f: (f.price_h[NORMAL], f.name)))
+
     def slots(self, flavor):
         """How many tasks a server of ``flavor`` runs at once.
 

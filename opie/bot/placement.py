@@ -44,9 +44,7 @@ class Placement:
         self.fleet = fleet
         self.deadline = job.deadline_s
         self.alpha = job.policy.alpha_s
-        self.normal_flavors = sorted(
-            job.flavors.values(),
-            key=lambda f: (f.price_h[model.NORMAL], f.name))
+        self.normal_flavors = job.normal_by_price()
 
     def check(self, task_id, flavor, market, proj):
         """Alg. 7 on a projection; returns the task's wall time or None."""
@@ -69,11 +67,12 @@ class Placement:
         """Names of the normal limits that forbid one more ``flavor``."""
         extra = extra or {}
         hit = []
-        used = self.fleet.normal_count(flavor) + extra.get(flavor.name, 0)
+        counts = self.fleet.normal_counts()
+        used = counts[flavor.name] + extra.get(flavor.name, 0)
         if used >= flavor.limits[model.NORMAL]:
             hit.append('normal limit of %s (%d)'
                        % (flavor.name, flavor.limits[model.NORMAL]))
-        total = self.fleet.normal_count() + sum(extra.values())
+        total = sum(counts.values()) + sum(extra.values())
         if total >= self.job.policy.max_normal:
             hit.append('max_normal (%d)' % self.job.policy.max_normal)
         return tuple(hit)

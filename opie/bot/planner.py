@@ -111,6 +111,7 @@ class _Builder:
         self._seq = itertools.count()
         self._used = {m: {} for m in model.MARKETS}
         self._rr = wrr.RoundRobin(job.flavors.values())
+        self._normal_by_price = job.normal_by_price()
 
     def limit_left(self, market, flavor):
         used = self._used[market]
@@ -176,9 +177,8 @@ class _Builder:
         return self.new_server(self.job.flavors[name], model.PREEMPTIBLE)
 
     def phase3(self, task):
-        by_price = sorted(self.job.flavors.values(),
-                          key=lambda f: (f.price_h[model.NORMAL], f.name))
-        open_ = [f for f in by_price if self.limit_left(model.NORMAL, f)
+        open_ = [f for f in self._normal_by_price
+                 if self.limit_left(model.NORMAL, f)
                  and task.memory_mb <= f.ram_mb]
         for flavor in open_:
             if self.fits(task, flavor, model.NORMAL, self.boot):

@@ -34,6 +34,11 @@ from opie.bot import placement
 from opie.bot import ports
 
 
+def server_name(job, key):
+    """The name the scheduler gives the cloud for server ``key``."""
+    return '%s-%s' % (job.name, key)
+
+
 class Adopted:
     """A live server handed to :meth:`Scheduler.adopt`; ``running`` maps
     a task to (fraction it started from, job time it started)."""
@@ -84,7 +89,7 @@ class Scheduler:
     def _create(self, flavor, market, key, reason):
         preemptible = market == model.PREEMPTIBLE
         server_id = self.cloud.create_server(
-            '%s-%s' % (self.job.name, key), flavor, preemptible)
+            server_name(self.job, key), flavor, preemptible)
         server = fleet_mod.Server(server_id, key, flavor, market,
                                   self.fleet.slots(flavor), self.now(),
                                   self.alpha)
@@ -237,9 +242,7 @@ class Scheduler:
 
     def _on_resumed(self, server):
         now = self.now()
-        away = now - server.hib_since
-        server.hib_total += away
-        server.hib_since = None
+        away = server.thaw(now)
         for run in server.running.values():
             run.end = now + run.left
             run.left = None

@@ -12,7 +12,6 @@ the command with one line and exit status 3, the journal untouched.
 """
 import collections
 import dataclasses
-import json
 import os
 import secrets
 import time
@@ -152,12 +151,19 @@ def _load(journal_dir, job_id):
     return journal, meta, job
 
 
-def resume(journal_dir, job_id, cloud=None):
+def _reopen(journal_dir, job_id, cloud):
+    """Load a journalled job and connect to its cloud (``cloud``, when
+    given, overrides the journalled one)."""
     journal, meta, job = _load(journal_dir, job_id)
     settings = Settings(**meta['settings'])
     if cloud:
         settings.cloud = cloud
     conn = _connect(settings, journal)
+    return journal, meta, job, settings, conn
+
+
+def resume(journal_dir, job_id, cloud=None):
+    journal, meta, job, settings, conn = _reopen(journal_dir, job_id, cloud)
     plan = planner.primary_map(job)
     ctx = _guard(Job, journal, plan, settings, job_id, meta['t0'], conn)
     _guard(_adopt, ctx, job)
@@ -188,7 +194,7 @@ def _adopt(ctx, job):
     # again if their delete did not happen.
     for sid in (deleting & created.keys()) - gone:
         # Deleted (or about to be) when the client died.
-        cloud.adopt(sid, '%s-%s' % (job.name, created[sid]['key']),
+        cloud.adopt(sid, scheduler_mod.server_name(job, created[sid]['key']),
                     nova.BUILD)
         cloud.delete_server(sid)
         ctx.journal.append({'t': now, 'event': 'server_delete',
@@ -207,7 +213,7 @@ def _adopt(ctx, job):
     for sid, r in created.items():
         if sid in gone:
             continue
-        cloud.adopt(sid, '%s-%s' % (job.name, r['key']),
+        cloud.adopt(sid, scheduler_mod.server_name(job, r['key']),
                     nova.ACTIVE if sid in active else nova.BUILD)
         tasks = runner.adopt(sid)
         runner.drop(sid, [t for t in tasks if t in done])
@@ -306,11 +312,7 @@ def status(journal_dir, job_id):
 
 def cancel(journal_dir, job_id, cloud=None):
     """Delete the job's servers (by tag) and objects; journal it."""
-    journal, meta, job = _load(journal_dir, job_id)
-    settings = Settings(**meta['settings'])
-    if cloud:
-        settings.cloud = cloud
-    conn = _connect(settings, journal)
+    journal, meta, _, settings, conn = _reopen(journal_dir, job_id, cloud)
     clock = clock_mod.RealClock(meta['t0'], settings.speed)
     try:
         store, _ = stores.open_store(settings.store, job_id, conn,
@@ -323,11 +325,3 @@ def cancel(journal_dir, job_id, cloud=None):
     _guard(store.destroy)
     journal.append({'t': clock.now(), 'event': 'cancelled'})
     journal.set_meta(status='cancelled')
-
-
-def dump(rep, directory, job_id):
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, '%s.json' % job_id)
-    with open(path, 'w', encoding='utf-8') as f:
-        json.dump(rep, f, indent=1)
-    return path

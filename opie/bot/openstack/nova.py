@@ -116,8 +116,7 @@ class NovaCloud(ports.Cloud):
             userdata=self.user_data(name), nics=self.network,
             meta={'opie-job': self.job_id, 'opie-server': name},
             tags=[self.tag])
-        self.servers[server.id] = {'name': name, 'state': BUILD,
-                                   'tried': None}
+        self.servers[server.id] = _record(name, BUILD)
         return server.id
 
     def delete_server(self, server_id):
@@ -129,14 +128,13 @@ class NovaCloud(ports.Cloud):
     # -- resume -----------------------------------------------------------
 
     def adopt(self, server_id, name, state):
-        self.servers[server_id] = {'name': name, 'state': state,
-                                   'tried': None}
+        self.servers[server_id] = _record(name, state)
 
     def orphans(self):
         """The job's servers the journal never heard of (the client was
         killed between the create call and its record)."""
-        listed = self.nova.servers.list(search_opts={'tags': self.tag})
-        return [(s.id, s.name) for s in listed if s.id not in self.servers]
+        return [(i, n) for i, n in self.job_servers()
+                if i not in self.servers]
 
     def job_servers(self):
         return [(s.id, s.name) for s in self.nova.servers.list(
@@ -250,8 +248,7 @@ class NovaCloud(ports.Cloud):
     def delete_all(self):
         """Delete every server carrying the job's tag (cancel)."""
         for sid, name in self.job_servers():
-            self.servers.setdefault(sid, {'name': name, 'state': BUILD,
-                                          'tried': None})
+            self.servers.setdefault(sid, _record(name, BUILD))
             self._delete(sid, 'cancel')
             self._delete_shelve_images(name)
 
@@ -266,6 +263,11 @@ class NovaCloud(ports.Cloud):
         event = ports.ServerEvent(kind, sid)
         for listener in self._listeners:
             listener(event)
+
+
+def _record(name, state):
+    """What the cloud tracks about one of the job's servers."""
+    return {'name': name, 'state': state, 'tried': None}
 
 
 def _utcnow():

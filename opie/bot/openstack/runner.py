@@ -88,9 +88,7 @@ class AgentRunner(ports.Runner):
 
     def _assign(self, server_id, task_id, run):
         self.attempts[task_id] = self.attempts.get(task_id, 0) + 1
-        offsets = [(run.restore_s + (f - run.start) * run.work_s
-                    + m * run.dump_s) / self.speed
-                   for m, f in enumerate(run.checkpoints, 1)]
+        offsets = [t / self.speed for t in run.checkpoint_times]
         self.assigned.setdefault(server_id, {})[task_id] = {
             'attempt': self.attempts[task_id],
             'command': self.commands[task_id],

@@ -40,6 +40,11 @@ class SimServer:
             frozen += until - self.hibernated_since
         return math.ceil(until - self.created - frozen - 1e-9)
 
+    def thaw(self, now):
+        """Close the open hibernation."""
+        self.hibernated_s += now - self.hibernated_since
+        self.hibernated_since = None
+
 
 class SimCloud(ports.Cloud):
     def __init__(self, clock, boot_s):
@@ -101,8 +106,7 @@ class SimCloud(ports.Cloud):
         hit = [s for s in self.live(flavor_name)
                if s.hibernated_since is not None]
         for server in hit:
-            server.hibernated_s += self.clock.now() - server.hibernated_since
-            server.hibernated_since = None
+            server.thaw(self.clock.now())
             if not server.active:
                 self._boot(server)
             self._tell('server_thawed', server.id)
@@ -145,8 +149,7 @@ class SimCloud(ports.Cloud):
             self.clock.cancel(server.boot_timer)
             server.boot_timer = None
         if server.hibernated_since is not None:
-            server.hibernated_s += self.clock.now() - server.hibernated_since
-            server.hibernated_since = None
+            server.thaw(self.clock.now())
         server.ended = self.clock.now()
 
     def _tell(self, method, server_id):
