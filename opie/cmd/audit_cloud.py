@@ -9,7 +9,7 @@ exists, and every compute node's resource provider has inventory of the
 from opie.cmd import cloud
 from opie.cmd import flavor_spec
 from opie.cmd import problems
-from opie.cmd import provider_config
+from opie.core import host
 from opie.core import preemptible as rc
 
 PROVIDER_CONFIG_FIX = (
@@ -29,15 +29,6 @@ def check_flavors(flavors):
             'preemptible server' % rc.PREEMPTIBLE_SPEC,
             'opie-manage flavor create-preemptible NORMAL_FLAVOR'))
     return found
-
-
-def capacity(inventory):
-    """Placement's capacity of one inventory."""
-    defaults = provider_config.INVENTORY_DEFAULTS
-    return ((inventory['total']
-             - inventory.get('reserved', defaults['reserved']))
-            * inventory.get('allocation_ratio',
-                            defaults['allocation_ratio']))
 
 
 def check_inventories(node, inventories):
@@ -61,8 +52,8 @@ def check_inventories(node, inventories):
     for standard, custom in zip(rc.STANDARD, rc.CUSTOM):
         if standard not in inventories:
             continue
-        have = capacity(inventories[custom])
-        want = capacity(inventories[standard])
+        have = host.inventory_capacity(inventories[custom])
+        want = host.inventory_capacity(inventories[standard])
         if have != want:
             found.append(problems.Problem(
                 subject,

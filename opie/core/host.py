@@ -55,6 +55,15 @@ def capacity(total, allocation_ratio=None, reserved=None):
                          free.disk_gb * ratio.disk_gb)
 
 
+def inventory_capacity(inventory):
+    """Placement's capacity of one inventory record (0 when there is none):
+    reserved and allocation ratio default as in Placement."""
+    if not inventory:
+        return 0
+    return ((inventory['total'] - inventory.get('reserved', 0))
+            * inventory.get('allocation_ratio', 1.0))
+
+
 @dataclasses.dataclass(frozen=True)
 class Host:
     """One compute host: capacity, what normal instances use, preemptibles.

@@ -16,6 +16,7 @@ Phases, named after what they do:
 """
 import dataclasses
 
+from opie.core import resources as res
 from opie.core import victims as victims_mod
 
 VICTIMS = 'victims'
@@ -77,21 +78,28 @@ def assess_host(request, host, cost_model, now, max_victims=None,
     selection = victims_mod.select(shortfall, host.preemptibles, costs,
                                    max_victims, host.capacity)
     if selection is None:
-        unlimited = max_victims is not None and victims_mod.select(
-            shortfall, host.preemptibles, costs, None, host.capacity)
-        return None, TOO_MANY_VICTIMS if unlimited else NO_VICTIMS
+        # Without a cap some set would do exactly when all eligible
+        # preemptibles together cover the shortfall.
+        eligible = res.total(i.resources for i in host.preemptibles
+                             if i.preemptible and i.eligible)
+        too_many = max_victims is not None and eligible.covers(shortfall)
+        return None, TOO_MANY_VICTIMS if too_many else NO_VICTIMS
     offset = cost_model.offset(shortfall, host)
     if offset:
         selection = victims_mod.Selection(
             selection.victims, selection.cost + offset, selection.freed)
-    return _option(host, False, selection, cost_model, now, ranking), ''
+    return _option(host, False, selection, cost_model, now, ranking,
+                   costs), ''
 
 
-def _option(host, fits, selection, cost_model, now, ranking):
+def _option(host, fits, selection, cost_model, now, ranking, costs=None):
+    """``costs``: of the host's preemptibles, when already computed."""
     victims = selection.victims if selection else ()
     cost = selection.cost if selection else 0.0
     if ranking == ALL_PREEMPTIBLES:
-        score = sum(cost_model.costs(host.preemptibles, host, now))
+        if costs is None:
+            costs = cost_model.costs(host.preemptibles, host, now)
+        score = sum(costs)
     else:
         score = cost
     return HostOption(host.name, fits, victims, cost, score)

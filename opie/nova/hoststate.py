@@ -161,21 +161,15 @@ def record_from_placement(client, context, host_state):
     base = '/resource_providers/%s' % host_state.uuid
     inventories = claim.read(client, context,
                              base + '/inventories')['inventories']
-    capacity = res.Resources(*(_capacity(inventories.get(rc))
-                               for rc in preemptible.STANDARD))
+    capacity = res.Resources(*(
+        core_host.inventory_capacity(inventories.get(rc))
+        for rc in preemptible.STANDARD))
     record = HostRecord(
         uuid=host_state.uuid, host=host_state.host,
         nodename=host_state.nodename, cell_uuid=host_state.cell_uuid,
         capacity=capacity, normal_used=res.ZERO)
     record.apply_usage(read_usages(client, context, record.uuid))
     return record
-
-
-def _capacity(inventory):
-    if not inventory:
-        return 0
-    return ((inventory['total'] - inventory['reserved'])
-            * inventory['allocation_ratio'])
 
 
 def read_usages(client, context, provider_uuid):

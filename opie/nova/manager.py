@@ -128,8 +128,9 @@ class OpieSchedulerManager(manager.SchedulerManager):
 
     def _get_alternate_hosts(self, selected_hosts, spec_obj, hosts, index,
                              num_alts, *args, **kwargs):
+        # Alternates are built on without the scheduler: they must not need
+        # a preemption.
         plan = plan_mod.current()
-        plan.alternates_only = True
         hosts = [host for host in hosts if plan.fits(host)]
         return super()._get_alternate_hosts(
             selected_hosts, spec_obj, hosts, index, num_alts,

@@ -73,7 +73,6 @@ class Plan:
         self.records = {}           # host uuid -> HostRecord
         self._options = {}          # host uuid -> HostOption or None
         self.refusals = set()       # why hosts were refused
-        self.alternates_only = False
         self.victims_taken = 0
         self.placed = []            # instances Placement holds claims for
         self.claims = []            # (record, victim, claim.Claim)
@@ -107,12 +106,7 @@ class Plan:
         return self._options[record.uuid]
 
     def passes(self, host_state):
-        option = self.option(host_state)
-        if option is None:
-            return False
-        # Alternates are built on without the scheduler: they must not
-        # need a preemption.
-        return option.fits or not self.alternates_only
+        return self.option(host_state) is not None
 
     def fits(self, host_state):
         option = self.option(host_state)
@@ -151,8 +145,8 @@ class Plan:
         self._load_instances([r for r in self.records.values()
                               if self._needs_instances(r)])
 
-    def _changed(self, record):
-        if self.settings.max_victims is not None:
+    def _changed(self, record, budget_spent=False):
+        if budget_spent and self.settings.max_victims is not None:
             # The victim budget is shared by every host.
             self._options.clear()
         else:
@@ -173,7 +167,7 @@ class Plan:
         record.preemptible_used -= victim.resources
         self.victims_taken += 1
         self.claims.append((record, victim, claimed))
-        self._changed(record)
+        self._changed(record, budget_spent=True)
 
     def lose(self, record, victim, usages):
         """Another worker took ``victim``; ``usages`` are the host's fresh

@@ -43,7 +43,7 @@ LOG = logging.getLogger(__name__)
 
 def _excess(host):
     """How far a core Host's h_f is over its capacity (zero if within)."""
-    return res.Resources(*(max(0, -free) for free in host.free_full))
+    return host.free_full.shortfall(res.ZERO)
 
 
 def _overdue(since, found, now, grace):
@@ -135,8 +135,7 @@ class Reconciler:
     def _repair(self, context, record, now):
         host = record.core_host()
         excess = _excess(host)
-        costs = [self.settings.cost_model.instance_cost(i, host, now)
-                 for i in host.preemptibles]
+        costs = self.settings.cost_model.costs(host.preemptibles, host, now)
         selection = victims_mod.select(excess, host.preemptibles, costs,
                                        self.settings.max_victims,
                                        host.capacity)

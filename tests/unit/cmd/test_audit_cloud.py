@@ -4,6 +4,7 @@ import pytest
 
 from opie.cmd import audit_cloud
 from opie.cmd import flavor_spec
+from opie.core import host
 
 NORMAL = flavor_spec.Flavor('m1.small', 1, 2048, 20)
 TWIN = flavor_spec.Flavor('m1.small-preemptible', 1, 2048, 20,
@@ -55,8 +56,8 @@ def test_a_correct_compute_node_passes():
 
 
 def test_capacity_counts_reserved_and_ratio():
-    assert audit_cloud.capacity(STANDARD['MEMORY_MB']) == 15872
-    assert audit_cloud.capacity({'total': 8}) == 8
+    assert host.inventory_capacity(STANDARD['MEMORY_MB']) == 15872
+    assert host.inventory_capacity({'total': 8}) == 8
 
 
 @pytest.mark.parametrize('changes, message', [
