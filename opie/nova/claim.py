@@ -84,13 +84,12 @@ def claim_together(client, context, instance_uuid, allocation, version,
 
     ``allocation`` is the instance's entry of the body (allocations,
     project and user, maybe mappings; ``version`` is at least 1.28). The
-    victims' :class:`Claim` list, or None when nothing was written: the
-    instance holds allocations already (a move), a victim is taken, or
-    Placement refused (another writer, or no room left).
+    victims' :class:`Claim` list, or None when nothing was written: a
+    victim is taken, or Placement refused (another writer, no room left,
+    or the instance holds allocations already, as in a move: from 1.28 a
+    null consumer generation means "a new consumer", so Placement answers
+    409 rather than this function asking first).
     """
-    if read(client, context, '/allocations/%s' % instance_uuid,
-            VERSION).get('allocations'):
-        return None
     body = {instance_uuid: dict(allocation, consumer_generation=None)}
     held = {}
     for uuid in victims:
