@@ -3,70 +3,33 @@
 # DevStack plugin of OPIE, the OpenStack Preemptible Instances Extension.
 #
 # stack install      install OPIE into Nova's Python environment
-# stack post-config  scheduler: OPIE's filter, weighers and [opie] group;
-#                    compute: the provider.yaml that gives it the
-#                    CUSTOM_PREEMPTIBLE_* inventory
+# stack post-config  scheduler: OPIE's filter, weighers and [opie] group
+#                    (opie-manage nova-conf scheduler); compute: where the
+#                    provider config is, shelve offload (opie-manage
+#                    nova-conf compute) and the provider.yaml that gives it
+#                    the CUSTOM_PREEMPTIBLE_* inventory
 # stack extra        run opie-scheduler in place of nova-scheduler, bring
 #                    provider.yaml up to date with the final nova-cpu.conf,
 #                    create the preemptible twins of $OPIE_FLAVORS
 # clean              remove the provider.yaml
-
-# Nova's defaults, used when DevStack left an option unset.
-OPIE_NOVA_DEFAULT_FILTERS=nova.scheduler.filters.all_filters
-OPIE_NOVA_DEFAULT_ENABLED=ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter
-OPIE_NOVA_DEFAULT_WEIGHERS=nova.scheduler.weights.all_weighers
-
-# opie_append_to_list LIST ITEMS - LIST (comma-separated) with each of
-# ITEMS (comma-separated) it lacks appended
-function opie_append_to_list {
-    local list=$1
-    local item
-    for item in ${2//,/ }; do
-        if [[ ",$list," != *",$item,"* ]]; then
-            list=${list:+$list,}$item
-        fi
-    done
-    echo "$list"
-}
 
 function install_opie {
     setup_develop $OPIE_DIR
 }
 
 function configure_opie_scheduler {
-    local filters
-    filters=$(iniget_multiline $NOVA_CONF filter_scheduler available_filters)
-    filters=${filters:-$OPIE_NOVA_DEFAULT_FILTERS}
-    if [[ " $filters " != *" $OPIE_FILTER_PATH "* ]]; then
-        filters="$filters $OPIE_FILTER_PATH"
-    fi
-    # A multi-valued option: one line per value.
-    iniset_multiline $NOVA_CONF filter_scheduler available_filters $filters
-
-    local enabled
-    enabled=$(iniget $NOVA_CONF filter_scheduler enabled_filters)
-    iniset $NOVA_CONF filter_scheduler enabled_filters \
-        $(opie_append_to_list "${enabled:-$OPIE_NOVA_DEFAULT_ENABLED}" $OPIE_FILTER)
-
-    local weighers
-    weighers=$(iniget $NOVA_CONF filter_scheduler weight_classes)
-    iniset $NOVA_CONF filter_scheduler weight_classes \
-        $(opie_append_to_list "${weighers:-$OPIE_NOVA_DEFAULT_WEIGHERS}" $OPIE_WEIGHERS)
-
-    iniset $NOVA_CONF opie costs "$OPIE_COSTS"
-    iniset $NOVA_CONF opie billing_period $OPIE_BILLING_PERIOD
-    iniset $NOVA_CONF opie max_victims $OPIE_MAX_VICTIMS
-    iniset $NOVA_CONF opie termination_mode $OPIE_TERMINATION_MODE
+    local service_user=()
     if [[ "$OPIE_TERMINATION_MODE" == "shelve" ]]; then
         # Shelving snapshots the victim to Glance on behalf of its owner.
-        iniset $NOVA_CONF opie auth_type password
-        iniset $NOVA_CONF opie auth_url $KEYSTONE_SERVICE_URI
-        iniset $NOVA_CONF opie username nova
-        iniset $NOVA_CONF opie password $SERVICE_PASSWORD
-        iniset $NOVA_CONF opie project_name $SERVICE_PROJECT_NAME
-        iniset $NOVA_CONF opie user_domain_name $SERVICE_DOMAIN_NAME
-        iniset $NOVA_CONF opie project_domain_name $SERVICE_DOMAIN_NAME
+        service_user=(--auth-url "$KEYSTONE_SERVICE_URI" --username nova
+            --password "$SERVICE_PASSWORD"
+            --project-name "$SERVICE_PROJECT_NAME"
+            --domain-name "$SERVICE_DOMAIN_NAME")
     fi
+    $NOVA_BIN_DIR/opie-manage nova-conf scheduler --config-file $NOVA_CONF \
+        --costs "$OPIE_COSTS" --billing-period $OPIE_BILLING_PERIOD \
+        --max-victims $OPIE_MAX_VICTIMS \
+        --termination-mode $OPIE_TERMINATION_MODE "${service_user[@]}"
 }
 
 # opie_write_provider_config PATH - write this compute's provider.yaml
@@ -80,11 +43,9 @@ function opie_write_provider_config {
 }
 
 function configure_opie_compute {
-    iniset $NOVA_CPU_CONF compute provider_config_location $OPIE_PROVIDER_CONFIG_DIR
-    if [[ "$OPIE_TERMINATION_MODE" == "shelve" ]]; then
-        # Free a shelved victim's room at once.
-        iniset $NOVA_CPU_CONF DEFAULT shelved_offload_time 0
-    fi
+    $NOVA_BIN_DIR/opie-manage nova-conf compute --config-file $NOVA_CPU_CONF \
+        --provider-config-dir $OPIE_PROVIDER_CONFIG_DIR \
+        --termination-mode $OPIE_TERMINATION_MODE
     opie_write_provider_config $OPIE_PROVIDER_CONFIG_DIR/opie.yaml
 }
 

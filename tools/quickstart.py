@@ -26,20 +26,21 @@ def _stamp(extras):
     return digest.hexdigest()
 
 
-def ensure_venv(extras):
+def ensure_venv(extras, path=VENV):
+    """OPIE with ``extras`` installed (editable) in the venv at ``path``."""
     if sys.version_info < (3, 11):
         sys.exit('OPIE needs Python 3.11 or newer; this is %s.'
                  % sys.version.split()[0])
-    if not (BIN / 'python').exists():
-        print('Creating %s ...' % VENV, flush=True)
-        venv.EnvBuilder(with_pip=True).create(VENV)
-    stamp_file = VENV / ('.opie-installed' + extras.replace(',', '-'))
+    if not (path / 'bin' / 'python').exists():
+        print('Creating %s ...' % path, flush=True)
+        venv.EnvBuilder(with_pip=True).create(path)
+    stamp_file = path / ('.opie-installed' + extras.replace(',', '-'))
     stamp = _stamp(extras)
     if stamp_file.exists() and stamp_file.read_text() == stamp:
         return
-    print('Installing OPIE%s into .venv (first run takes a few minutes) ...'
-          % extras, flush=True)
-    pip = [str(BIN / 'python'), '-m', 'pip', 'install', '-q',
+    print('Installing OPIE%s into %s (first run takes a few minutes) ...'
+          % (extras, path), flush=True)
+    pip = [str(path / 'bin' / 'python'), '-m', 'pip', 'install', '-q',
            '--disable-pip-version-check']
     subprocess.run(pip + ['-U', 'pip', 'setuptools', 'wheel'], check=True)
     subprocess.run(pip + ['-e', '%s%s' % (ROOT, extras)], check=True)

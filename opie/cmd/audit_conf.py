@@ -23,10 +23,6 @@ from opie.nova import heartbeat
 
 SCHEDULER = 'scheduler'
 COMPUTE = 'compute'
-FILTER_PATH = 'opie.nova.filters.PreemptibleFilter'
-FILTER_NAME = FILTER_PATH.rpartition('.')[2]
-WEIGHERS = ('opie.nova.weights.overcommit.OvercommitWeigher',
-            'opie.nova.weights.preemption_cost.PreemptionCostWeigher')
 RESTART = 'then restart opie-scheduler'
 
 
@@ -51,26 +47,28 @@ def _option(group, name):
 def _filter(conf):
     found = []
     available = conf.filter_scheduler.available_filters
-    if FILTER_PATH not in available:
+    if nova_conf.FILTER_PATH not in available:
         found.append(problems.Problem(
             _option('filter_scheduler', 'available_filters'),
             '%s is not loaded (available_filters: %s)' % (
-                FILTER_PATH, ', '.join(available) or 'none'),
+                nova_conf.FILTER_PATH, ', '.join(available) or 'none'),
             'add the line "available_filters = %s" to [filter_scheduler] '
-            '(keep the existing lines), %s' % (FILTER_PATH, RESTART)))
+            '(keep the existing lines), %s' % (nova_conf.FILTER_PATH,
+                                               RESTART)))
     enabled = conf.filter_scheduler.enabled_filters
-    if FILTER_NAME not in enabled:
+    if nova_conf.FILTER_NAME not in enabled:
         found.append(problems.Problem(
             _option('filter_scheduler', 'enabled_filters'),
             '%s is not enabled, so nothing checks that a host can make '
             'room: normal requests never preempt and preemptible ones '
-            'overcommit hosts' % FILTER_NAME,
-            'append %s to enabled_filters, %s' % (FILTER_NAME, RESTART)))
+            'overcommit hosts' % nova_conf.FILTER_NAME,
+            'append %s to enabled_filters, %s' % (nova_conf.FILTER_NAME,
+                                                  RESTART)))
     return found
 
 
 def _weighers(conf):
-    missing = [w for w in WEIGHERS
+    missing = [w for w in nova_conf.WEIGHERS
                if w not in conf.filter_scheduler.weight_classes]
     if not missing:
         return []

@@ -1,8 +1,9 @@
 """``opie-manage``: operator commands.
 
 ``plan`` (below), ``flavor`` (:mod:`.flavors`), ``provider-config``
-(:mod:`.provider_config`) and ``audit`` (:mod:`.audit`). Bad input always
-ends with a one-line message naming the problem and exit code 2.
+(:mod:`.provider_config`), ``nova-conf`` (:mod:`.nova_conf_command`) and
+``audit`` (:mod:`.audit`). Bad input always ends with a one-line message
+naming the problem and exit code 2.
 
 ``opie-manage plan`` is a dry run: given a snapshot of the cloud (see
 :mod:`opie.core.snapshot`) and a request, it prints where the request would
@@ -18,6 +19,7 @@ from opie.cmd import arguments
 from opie.cmd import audit
 from opie.cmd import errors
 from opie.cmd import flavors as flavor_cmd
+from opie.cmd import nova_conf_command
 from opie.cmd import provider_config
 from opie.core import costs
 from opie.core import resources as res
@@ -157,6 +159,7 @@ def build_parser():
     _plan_parser(subparsers)
     flavor_cmd.register(subparsers)
     provider_config.register(subparsers)
+    nova_conf_command.register(subparsers)
     audit.register(subparsers)
     return parser
 

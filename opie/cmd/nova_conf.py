@@ -3,11 +3,13 @@
 ``opie-manage provider-config`` reads a compute's allocation ratios and
 reserved amounts from it, ``opie-manage audit`` the scheduler's filters and
 weighers, the ``[opie]`` group and the computes' shelve and provider config
-settings. Files are read as Nova reads them (oslo.config: several
-``--config-file`` merged in order, ``$state_path`` interpolation, repeated
-``available_filters`` lines). The few Nova options needed are declared
-here with Nova's defaults, so the tools run on hosts without Nova; the
-``[opie]`` group is the scheduler plugin's own declaration.
+settings; ``opie-manage nova-conf`` adds OPIE's filter and weighers to
+those there, Nova's defaults if unset. Files are read as Nova reads them
+(oslo.config: several ``--config-file`` merged in order, ``$state_path``
+interpolation, repeated ``available_filters`` lines). The few Nova options
+needed are declared here with Nova's defaults, so the tools run on hosts
+without Nova; the ``[opie]`` group is the scheduler plugin's own
+declaration.
 """
 import importlib.util
 import math
@@ -64,6 +66,12 @@ COMPUTE_OPTS = [
 ]
 OPTS = {None: DEFAULT_OPTS, 'filter_scheduler': FILTER_SCHEDULER_OPTS,
         'compute': COMPUTE_OPTS}
+
+# OPIE's filter and weighers, as nova.conf names them.
+FILTER_PATH = 'opie.nova.filters.PreemptibleFilter'
+FILTER_NAME = FILTER_PATH.rpartition('.')[2]
+WEIGHERS = ('opie.nova.weights.overcommit.OvercommitWeigher',
+            'opie.nova.weights.preemption_cost.PreemptionCostWeigher')
 
 
 def load(paths):

@@ -21,12 +21,12 @@ Regenerate the file and restart nova-compute whenever they change;
 """
 import os
 import sys
-import tempfile
 
 import yaml
 
 from opie.cmd import arguments
 from opie.cmd import errors
+from opie.cmd import files
 from opie.cmd import nova_conf
 from opie.core import preemptible as rc
 from opie.core import resources as res
@@ -163,29 +163,9 @@ def command(args):
     if args.output == '-':
         sys.stdout.write(text)
     else:
-        _write(args.output, text)
+        # Readable by nova-compute, whoever runs this.
+        files.write(args.output, text, mode=0o644)
         print('wrote %s: %s' % (args.output, ', '.join(
             '%s %d' % (name, amount)
             for name, amount in zip(rc.CUSTOM, total))))
     return 0
-
-
-def _write(path, text):
-    """Write atomically: nova-compute must never read half a file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix='.opie-',
-                                   suffix='.tmp')
-    except OSError as exc:
-        raise errors.UsageError('cannot write %s: %s' % (
-            path, exc.strerror or exc)) from None
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise errors.UsageError('cannot write %s: %s' % (
-            path, exc.strerror or exc)) from None

@@ -196,6 +196,13 @@ class OpieSchedulerManager(manager.SchedulerManager):
         for _, victim, claimed in plan.claims:
             claim.release(self.placement_client, context, claimed)
 
+    def init_host(self, service_ref):
+        super().init_host(service_ref)
+        # Nova runs the first periodic tasks up to periodic_fuzzy_delay
+        # (60 s) after start: beat now, or a scheduler just started looks
+        # dead to opie-manage audit for that long.
+        self._opie_heartbeat(None)
+
     # periodic tasks ------------------------------------------------------
     @periodic_task.periodic_task(spacing=CONF.opie.heartbeat_interval,
                                  run_immediately=True)

@@ -31,6 +31,7 @@ from nova.tests import fixtures as nova_fixtures
 from opie.bot.democloud import virt
 from opie.cmd import flavor_spec
 from opie.core import preemptible
+from opie.testing import guests
 from opie.testing import harness
 
 IMAGE = 'cirros'
@@ -85,7 +86,7 @@ class InProcessCloud(harness.OpieHarness):
         if temporary:
             self.workdir = tempfile.mkdtemp(prefix='opie-cloud-')
         os.makedirs(self.workdir, exist_ok=True)
-        self.guests = virt.Guests(os.path.join(self.workdir, 'guests'))
+        self.guests = guests.Guests(os.path.join(self.workdir, 'guests'))
         super().setUp()
         if temporary:
             # Runs last: after the guests are halted.

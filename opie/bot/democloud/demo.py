@@ -53,11 +53,13 @@ def write_job(path, python, **kwargs):
     return path
 
 
-def client_command(cloud, job_path, workdir, speed, extra=()):
-    """The ``opie-bot run`` command line for a job on the demo cloud."""
+def client_command(image, job_path, workdir, speed, extra=(),
+                   os_cloud='demo'):
+    """The ``opie-bot run`` command line for a job on the demo cloud (or
+    another cloud of ``$workdir/clouds.yaml``)."""
     return [sys.executable, '-m', 'opie.bot.cli', 'run', job_path,
-            '--backend', 'openstack', '--os-cloud', 'demo',
-            '--image', cloud.image, '--network', 'none',
+            '--backend', 'openstack', '--os-cloud', os_cloud,
+            '--image', image, '--network', 'none',
             '--store', 'file://' + os.path.join(workdir, 'store'),
             '--speed', str(speed), '--poll', '0.3', '--agent-poll', '0.3',
             '--journal-dir', os.path.join(workdir, 'jobs'),
@@ -114,7 +116,7 @@ def run(cloud_mod, args):
                   % (cloud.endpoint, ', '.join(cloud.HOSTS), workdir))
         out.flush()
         client = subprocess.Popen(
-            client_command(cloud, job, workdir, args.speed),
+            client_command(cloud.image, job, workdir, args.speed),
             env=client_env(workdir))
         deadline = time.monotonic() + TIMEOUT_S
         fired = False

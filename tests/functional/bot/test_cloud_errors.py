@@ -32,14 +32,14 @@ class CloudErrors(base.BotCloud):
             yaml.safe_dump(job, f)
 
         code, lines = self.run_client(demo.client_command(
-            self, self.job, self.dir, base.SPEED), 'client')
+            self.image, self.job, self.dir, base.SPEED), 'client')
 
         self.assertEqual(EXIT_CLOUD, code)
         self.assert_one_line(lines, "no flavor 'huge'")
         self.assertEqual([], os.listdir(os.path.join(self.dir, 'jobs')))
 
     def test_missing_image_names_it(self):
-        argv = demo.client_command(self, self.job, self.dir,
+        argv = demo.client_command(self.image, self.job, self.dir,
                                    base.SPEED)
         argv[argv.index('--image') + 1] = 'no-such-image'
 
@@ -51,7 +51,7 @@ class CloudErrors(base.BotCloud):
 
     def test_bad_credentials_on_resume_leave_the_journal_intact(self):
         client = self.spawn(demo.client_command(
-            self, self.job, self.dir, base.SPEED), 'client')
+            self.image, self.job, self.dir, base.SPEED), 'client')
         while len(demo.job_servers(self)) < 2:
             self.assertIsNone(client.poll(), self.output('client'))
             time.sleep(0.1)

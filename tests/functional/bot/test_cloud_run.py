@@ -20,7 +20,7 @@ class CloudRun(base.BotCloud):
 
     def test_preempted_job_migrates_and_meets_deadline(self):
         self.preempted = 0
-        client = self.spawn(demo.client_command(self, self.job, self.dir,
+        client = self.spawn(demo.client_command(self.image, self.job, self.dir,
                                                 base.SPEED), 'client')
 
         self.assertEqual(0, self.wait(client, preempt=True),
@@ -46,7 +46,7 @@ class CloudRun(base.BotCloud):
     def test_client_killed_five_times_resumes_to_the_end(self):
         self.preempted = 0
         rng = random.Random(5)
-        client = self.spawn(demo.client_command(self, self.job, self.dir,
+        client = self.spawn(demo.client_command(self.image, self.job, self.dir,
                                                 base.SPEED), 'client')
         # Killed at random points: starting up, planning, booting,
         # running, migrating; each resume is killed in turn but the last.
@@ -76,7 +76,7 @@ class CloudRun(base.BotCloud):
         self.assertEqual([], demo.job_servers(self))
 
     def test_cancel_deletes_only_the_jobs_servers_and_objects(self):
-        client = self.spawn(demo.client_command(self, self.job, self.dir,
+        client = self.spawn(demo.client_command(self.image, self.job, self.dir,
                                                 base.SPEED), 'client')
         while demo.checkpointed(self.dir) < 1:
             self.assertIsNone(client.poll(), self.output('client'))

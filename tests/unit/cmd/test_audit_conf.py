@@ -224,7 +224,7 @@ def test_roles_select_the_checks(host):
 
 def test_the_checked_class_paths_exist():
     pytest.importorskip('nova.scheduler.filters')
-    for path in (audit_conf.FILTER_PATH,) + audit_conf.WEIGHERS:
+    for path in (nova_conf.FILTER_PATH,) + nova_conf.WEIGHERS:
         module, _, name = path.rpartition('.')
         assert getattr(importlib.import_module(module), name)
 

@@ -1,6 +1,7 @@
 # DevStack as the OPIE plugin sees it, for tests/unit/devstack: the
 # functions it calls, stubbed. Calls that would change the system are
-# recorded in $CALLS instead; ini files are really edited.
+# recorded in $CALLS instead; ini files are really edited (by
+# $NOVA_BIN_DIR/opie-manage, which runs this tree's opie-manage).
 #
 # Needs: PYTHON, TESTS_DIR, CALLS, ENABLED_SERVICES and the DevStack
 # variables (DEST, NOVA_CONF, NOVA_CPU_CONF, NOVA_BIN_DIR, ...).
@@ -9,20 +10,10 @@ function _record {
     echo "$*" >> $CALLS
 }
 
+# The plugin edits nova.conf with opie-manage nova-conf; stack.sh merges
+# local.conf's [[post-config]] sections with iniset.
 function iniset {
-    $PYTHON $TESTS_DIR/inifile.py set "$@"
-}
-
-function iniget {
-    $PYTHON $TESTS_DIR/inifile.py get "$@"
-}
-
-function iniset_multiline {
-    $PYTHON $TESTS_DIR/inifile.py set-multi "$@"
-}
-
-function iniget_multiline {
-    $PYTHON $TESTS_DIR/inifile.py get-multi "$@"
+    $PYTHON $TESTS_DIR/inifile.py "$@"
 }
 
 # Any of the services enabled, as DevStack answers.

@@ -155,6 +155,12 @@ def test_all_in_one(tmp_path):
     bin_dir = devstack.bin
     assert devstack.call_lines() == [
         'setup_develop %s/opt/opie' % tmp_path,
+        'opie-manage nova-conf scheduler --config-file %s --costs period '
+        '--billing-period 3600 --max-victims 0 --termination-mode delete'
+        % devstack.nova_conf,
+        'opie-manage nova-conf compute --config-file %s '
+        '--provider-config-dir %s --termination-mode delete' % (
+            devstack.nova_cpu_conf, devstack.provider_yaml.parent),
         'opie-manage provider-config --config-file %s --output %s' % (
             devstack.nova_cpu_conf, devstack.provider_yaml),
         'opie-manage provider-config --config-file %s --output %s.new' % (
@@ -182,7 +188,9 @@ def test_shelve_mode_with_the_fake_driver_and_a_late_ratio(tmp_path):
     devstack = DevStack(tmp_path, ALL_IN_ONE, VIRT_DRIVER='fake',
                         OPIE_TERMINATION_MODE='shelve',
                         OPIE_COSTS='period=1,count=60',
-                        OPIE_FLAVORS='m1.small')
+                        OPIE_FLAVORS='m1.small',
+                        # Passed to opie-manage as one argument.
+                        SERVICE_PASSWORD='two words')
     # A local.conf [[post-config|$NOVA_CPU_CONF]] section, merged (with
     # iniset) by stack.sh after the plugin's post-config phase.
     late_ratio = ('iniset %s DEFAULT cpu_allocation_ratio 16.0'
@@ -198,7 +206,7 @@ def test_shelve_mode_with_the_fake_driver_and_a_late_ratio(tmp_path):
     assert [inifile.get(str(devstack.nova_conf), 'opie', option)
             for option in ('auth_type', 'auth_url', 'username', 'password',
                            'project_name', 'user_domain_name')] == [
-        ['password'], ['http://keystone/identity'], ['nova'], ['secret'],
+        ['password'], ['http://keystone/identity'], ['nova'], ['two words'],
         ['service'], ['Default']]
     assert devstack.conf(devstack.nova_cpu_conf).shelved_offload_time == 0
     inventories = devstack.inventories()
@@ -222,8 +230,10 @@ def test_compute_only_node(tmp_path):
     devstack.show()
     assert devstack.nova_conf.read_text() == before
     assert len(devstack.inventories()) == 3
-    assert [c.split()[0] for c in devstack.call_lines()] == [
-        'setup_develop', 'opie-manage', 'opie-manage']
+    assert [c.split()[:2] for c in devstack.call_lines()] == [
+        ['setup_develop', '%s/opt/opie' % tmp_path],
+        ['opie-manage', 'nova-conf'], ['opie-manage', 'provider-config'],
+        ['opie-manage', 'provider-config']]
 
 
 def test_controller_without_compute_writes_no_provider_config(tmp_path):
@@ -289,17 +299,42 @@ def test_plugin_disabled_does_nothing(tmp_path):
     assert devstack.calls.read_text() == ''
 
 
+def _run_failing(devstack, phase):
+    script = ('set -o errexit; source %s/fake_devstack.sh; '
+              'source %s/settings; source %s/plugin.sh %s'
+              % (TESTS_DIR, PLUGIN_DIR, PLUGIN_DIR, phase))
+    return subprocess.run(['bash', '-c', script], env=devstack.env,
+                          capture_output=True, text=True)
+
+
 @pytest.mark.parametrize('phase', ['stack post-config', 'stack extra'])
 def test_a_failing_opie_manage_stops_stack_sh(tmp_path, phase):
     devstack = DevStack(tmp_path, 'n-cpu', OPIE_PROVIDER_MEMORY_MB='100')
 
-    script = ('set -o errexit; source %s/fake_devstack.sh; '
-              'source %s/settings; source %s/plugin.sh %s'
-              % (TESTS_DIR, PLUGIN_DIR, PLUGIN_DIR, phase))
-    proc = subprocess.run(['bash', '-c', script], env=devstack.env,
-                          capture_output=True, text=True)
+    proc = _run_failing(devstack, phase)
 
     assert proc.returncode == 2
     assert ('opie-manage provider-config: error: '
             'CUSTOM_PREEMPTIBLE_MEMORY_MB: 512 reserved is more than the '
             'total 100') in proc.stderr
+
+
+@pytest.mark.parametrize('settings, message', [
+    (dict(OPIE_COSTS='period,bogus'), "--costs period,bogus: unknown cost "
+     "plugin 'bogus'"),
+    (dict(OPIE_MAX_VICTIMS='-1'),
+     '--max-victims -1: Should be greater than or equal to 0'),
+    (dict(OPIE_TERMINATION_MODE='kill'), '--termination-mode kill: Valid '
+     "values are [delete, shelve], but found 'kill'"),
+])
+def test_a_bad_setting_stops_stack_sh_before_nova_conf_changes(
+        tmp_path, settings, message):
+    devstack = DevStack(tmp_path, 'n-sch', **settings)
+    before = devstack.nova_conf.read_text()
+
+    proc = _run_failing(devstack, 'stack post-config')
+
+    assert proc.returncode == 2
+    [line] = proc.stderr.splitlines()
+    assert line.startswith('opie-manage nova-conf: error: %s' % message)
+    assert devstack.nova_conf.read_text() == before

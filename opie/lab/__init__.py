@@ -1,0 +1,12 @@
+"""The OPIE lab: a real, multi-process OpenStack on 127.0.0.1.
+
+What DevStack starts for OPIE, without DevStack (which clones from the
+internet): MariaDB and RabbitMQ from Debian's packages; keystone,
+placement, glance, neutron and nova-api from the package index, each
+under gunicorn; nova-conductor, ``opie-scheduler`` with several workers
+and N nova-compute processes on the lab's fake virt driver. Nova's OPIE
+settings and each compute's provider.yaml come from ``opie-manage``, as
+the DevStack plugin writes them. ``opie-lab up|down|status`` (through
+``tools/lab.py`` on a fresh machine) drives it; ``tests/integration``
+use it.
+"""

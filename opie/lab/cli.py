@@ -1,0 +1,263 @@
+"""``opie-lab up|down|status``: start, stop and show the OPIE lab.
+
+``up`` builds the lab from nothing (configuration, databases, keystone's
+users and catalog, an image, flavors) and starts every service, printing
+each step with its time; ``down`` stops exactly the processes ``up``
+recorded, the servers' guest processes included; ``status`` lists them.
+Exit codes: 0 done, 1 the lab could not do it (the message says why).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from opie.lab import configs
+from opie.lab import process
+from opie.lab import servers
+from opie.lab import settings
+from opie.testing import guests
+
+API_SERVICES = ('placement', 'glance', 'neutron', 'nova-api')
+CONFIG_DIRS = {'keystone': 'KEYSTONE', 'placement': 'PLACEMENT',
+               'glance': 'GLANCE', 'neutron': 'NEUTRON', 'nova-api': 'NOVA'}
+
+
+def _bin(name):
+    return os.path.join(sys.prefix, 'bin', name)
+
+
+def _run(lab, name, argv, env=None):
+    """Run a set-up command; its output goes to logs/<name>.log."""
+    lab.logs.mkdir(parents=True, exist_ok=True)
+    with open(lab.logs / ('%s.log' % name), 'ab') as log:
+        done = subprocess.run([str(a) for a in argv], stdout=log,
+                              stderr=subprocess.STDOUT,
+                              env=dict(os.environ, **(env or {})))
+    if done.returncode:
+        raise process.LabError('%s failed (exit %d):\n%s' % (
+            ' '.join(str(a) for a in argv[:3]), done.returncode,
+            process.log_tail(lab, name)))
+
+
+class Steps:
+    """Prints each step of ``up`` with the seconds since the start."""
+
+    def __init__(self):
+        self.t0 = time.monotonic()
+
+    def __call__(self, text):
+        print('[%6.1fs] %s' % (time.monotonic() - self.t0, text),
+              flush=True)
+
+
+def _start_api(lab, service):
+    directory = configs.gunicorn(lab, service)
+    config_dir = lab.etc / service.replace('-api', '')
+    proc = process.start(
+        lab, service, [_bin('gunicorn')], cwd=directory,
+        env={'OS_%s_CONFIG_DIR' % CONFIG_DIRS[service]: str(config_dir)},
+        marker='gunicorn')
+    return proc
+
+
+def _wait_api(lab, service, proc):
+    process.wait(lab, service, proc,
+                 lambda: process.http_ok(lab.url(service)))
+
+
+def _nova_manage(lab, *args):
+    _run(lab, 'nova-manage', [_bin('nova-manage'), '--config-file',
+                              lab.etc / 'nova' / 'nova.conf'] + list(args))
+
+
+def _opie_manage(lab, *args):
+    _run(lab, 'opie-manage', [_bin('opie-manage')] + list(args))
+
+
+def configure_opie(lab):
+    """Nova's OPIE settings and provider configs, written by the same
+    commands the DevStack plugin runs."""
+    nova_conf = lab.etc / 'nova' / 'nova.conf'
+    _opie_manage(lab, 'nova-conf', 'scheduler', '--config-file', nova_conf)
+    vcpus, memory_mb, disk_gb = settings.COMPUTE_SIZE
+    for index in range(1, lab.computes + 1):
+        cpu_conf = configs.compute_conf(lab, index)
+        provider_dir = configs.provider_dir(lab, index)
+        provider_dir.mkdir(parents=True, exist_ok=True)
+        _opie_manage(lab, 'nova-conf', 'compute', '--config-file', cpu_conf,
+                     '--provider-config-dir', provider_dir)
+        _opie_manage(lab, 'provider-config', '--config-file', cpu_conf,
+                     '--vcpus', vcpus,
+                     '--memory-mb', memory_mb, '--disk-gb', disk_gb,
+                     '--output', provider_dir / 'opie.yaml')
+
+
+def start_compute(lab, index):
+    return process.start(
+        lab, 'compute-%s' % index,
+        [sys.executable, '-m', 'opie.lab.compute', '--config-file',
+         configs.compute_conf(lab, index)],
+        marker='opie.lab.compute')
+
+
+def discover_hosts(lab):
+    """Map new computes to the cell: Nova's API lists only mapped ones."""
+    _nova_manage(lab, 'cell_v2', 'discover_hosts')
+
+
+def _hypervisors_up(conn, hosts):
+    up = {s.host for s in conn.compute.services(binary='nova-compute')
+          if s.state == 'up'}
+    return hosts <= up
+
+
+def up(lab):
+    # Late import: openstacksdk is only in the lab's venv.
+    from opie.lab import bootstrap
+    step = Steps()
+    running = process.recorded(lab)
+    if running:
+        raise process.LabError('the lab already runs (%s): run "opie-lab '
+                               'down" first' % ', '.join(running))
+    busy = [n for n, p in settings.PORTS.items() if process.port_open(p)]
+    if busy:
+        raise process.LabError('ports in use on %s: %s' % (
+            settings.HOST, ', '.join('%s (%d)' % (n, settings.PORTS[n])
+                                     for n in busy)))
+    servers.install()
+    for directory in (lab.etc, lab.data, lab.logs, lab.run):
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+    lab.save()
+    step('MariaDB')
+    servers.start_mariadb(lab)
+    step('RabbitMQ')
+    servers.start_rabbitmq(lab)
+    for write in (configs.keystone, configs.placement, configs.glance,
+                  configs.neutron, configs.nova):
+        write(lab)
+    for index in range(1, lab.computes + 1):
+        configs.nova_compute(lab, index)
+    configure_opie(lab)
+    step('keystone')
+    bootstrap.keystone_first_admin(lab)
+    keystone = _start_api(lab, 'keystone')
+    bootstrap.clouds(lab)
+    step('databases of placement, glance, neutron and nova')
+    nova_conf = lab.etc / 'nova' / 'nova.conf'
+    syncs = [
+        ('placement-manage', [_bin('placement-manage'), '--config-file',
+                              lab.etc / 'placement' / 'placement.conf',
+                              'db', 'sync'], None),
+        ('glance-manage', [_bin('glance-manage'), '--config-file',
+                           lab.etc / 'glance' / 'glance-api.conf',
+                           'db_sync'], None),
+        ('neutron-db-manage', [
+            _bin('neutron-db-manage'), '--config-file',
+            lab.etc / 'neutron' / 'neutron.conf', '--config-file',
+            lab.etc / 'neutron' / 'plugins' / 'ml2' / 'ml2_conf.ini',
+            'upgrade', 'heads'], None),
+    ]
+    for name, argv, env in syncs:
+        _run(lab, name, argv, env)
+    _nova_manage(lab, 'api_db', 'sync')
+    _nova_manage(lab, 'cell_v2', 'map_cell0', '--database_connection',
+                 lab.db_url('nova_cell0'))
+    _nova_manage(lab, 'cell_v2', 'create_cell', '--name', 'cell1')
+    _nova_manage(lab, 'db', 'sync')
+    _wait_api(lab, 'keystone', keystone)
+    step('users, projects and catalog')
+    bootstrap.users_and_catalog(lab)
+    step('API services')
+    apis = {name: _start_api(lab, name) for name in API_SERVICES}
+    conductor = process.start(lab, 'nova-conductor', [
+        _bin('nova-conductor'), '--config-file', nova_conf])
+    scheduler = process.start(lab, 'opie-scheduler', [
+        _bin('opie-scheduler'), '--config-file', nova_conf])
+    for name, proc in apis.items():
+        _wait_api(lab, name, proc)
+    step('%d computes' % lab.computes)
+    computes = [start_compute(lab, i) for i in range(1, lab.computes + 1)]
+    conn = bootstrap.connect(lab)
+    hosts = {lab.compute_host(i) for i in range(1, lab.computes + 1)}
+    watched = [('nova-conductor', conductor), ('opie-scheduler', scheduler)]
+    watched += [('compute-%d' % (i + 1), p) for i, p in enumerate(computes)]
+    for name, proc in watched:
+        process.wait(lab, name, proc,
+                     lambda: _hypervisors_up(conn, hosts))
+    discover_hosts(lab)
+    step('image and flavors')
+    bootstrap.image(lab)
+    bootstrap.flavors(lab)
+    step('up: %s' % lab.clouds_yaml)
+
+
+def down(lab):
+    running = process.recorded(lab)
+    # OpenStack first, all at once (each may take seconds to shut down
+    # gracefully), then what they use.
+    backends = {n: p for n, p in running.items() if n in servers.NAMES}
+    for wave in ({n: p for n, p in running.items() if n not in backends},
+                 backends):
+        process.stop(lab, wave)
+        for name, pid in wave.items():
+            print('stopped %s (%d)' % (name, pid))
+    # Servers' guest processes lead sessions of their own.
+    for pid_file in lab.data.glob('guests/*/%s' % guests.PID_FILE):
+        pid = int(pid_file.read_text())
+        if process.group_alive(pid):
+            process.stop_groups([pid])
+            print('stopped guest %s (%d)' % (pid_file.parent.name, pid))
+        pid_file.unlink()
+
+
+def status(lab):
+    running = process.recorded(lab)
+    if not running:
+        print('the lab is down')
+        return 1
+    for name, pid in running.items():
+        port = settings.PORTS.get(name)
+        print('%-16s pid %-8d %s' % (
+            name, pid, 'listening on %s:%d' % (settings.HOST, port)
+            if port else ''))
+    print('clouds.yaml: %s' % lab.clouds_yaml)
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog='opie-lab', description=__doc__.split('\n\n')[0])
+    sub = parser.add_subparsers(dest='command', required=True)
+    start = sub.add_parser('up', help='build and start the lab')
+    start.add_argument('--computes', type=int,
+                       default=settings.DEFAULT_COMPUTES,
+                       help='nova-compute processes (default %(default)s)')
+    sub.add_parser('down', help='stop what "up" started')
+    sub.add_parser('status', help='what runs')
+    args = parser.parse_args(argv)
+    if args.command == 'up' and args.computes < 1:
+        parser.error('--computes must be 1 or more')
+    lab = settings.Lab.load()
+    try:
+        if args.command == 'up':
+            lab.computes = args.computes
+            try:
+                up(lab)
+            except BaseException:
+                # Half a lab is no use: stop it, keep the logs.
+                down(lab)
+                print('logs: %s' % lab.logs, file=sys.stderr)
+                raise
+        elif args.command == 'down':
+            down(lab)
+        else:
+            return status(lab)
+    except process.LabError as exc:
+        print('opie-lab: %s' % exc, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 1
+    return 0

@@ -1,0 +1,139 @@
+"""Start, find and stop the lab's processes by the PIDs it recorded.
+
+Each process leads a session of its own (gunicorn's workers, the
+scheduler's workers, Erlang's helpers follow their leader in its process
+group), logs to ``logs/<name>.log`` and is recorded in ``run/<name>.pid``
+with its command line, so ``down`` stops exactly what ``up`` started and
+never a process that merely reuses a recorded PID.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+from opie.lab import settings
+
+
+class LabError(Exception):
+    """The lab cannot do what was asked; the message says why."""
+
+
+def _pidfile(lab, name):
+    return lab.run / ('%s.pid' % name)
+
+
+def start(lab, name, argv, env=None, cwd=None, marker=None):
+    """Start ``argv`` as the lab's ``name``; ``marker`` (default: the
+    program's file name) is what its command line must show for ``down``
+    to stop it later."""
+    lab.run.mkdir(parents=True, exist_ok=True)
+    lab.logs.mkdir(parents=True, exist_ok=True)
+    full_env = dict(os.environ, **(env or {}))
+    with open(lab.logs / ('%s.log' % name), 'ab') as log:
+        proc = subprocess.Popen(
+            [str(a) for a in argv], env=full_env, cwd=cwd, stdout=log,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+    _pidfile(lab, name).write_text(json.dumps({
+        'pid': proc.pid, 'started': time.time(),
+        'marker': marker or os.path.basename(str(argv[0]))}))
+    return proc
+
+
+def _cmdline(pid):
+    try:
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            return f.read().decode(errors='replace')
+    except OSError:
+        return None
+
+
+def recorded(lab):
+    """{name: pid} of the recorded processes that still run as recorded,
+    in the order they were started."""
+    entries = []
+    if lab.run.is_dir():
+        for path in lab.run.glob('*.pid'):
+            entry = json.loads(path.read_text())
+            cmdline = _cmdline(entry['pid'])
+            # A script's command line names its interpreter first: look
+            # for the marker anywhere in it.
+            if cmdline is not None and entry['marker'] in cmdline:
+                entries.append((entry['started'], path.stem, entry['pid']))
+            else:
+                path.unlink()
+    return {name: pid for _, name, pid in sorted(entries)}
+
+
+def group_alive(pid):
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_groups(pids, timeout=15):
+    """Stop the process groups the ``pids`` lead, all at once: TERM, and
+    KILL what is left after ``timeout`` seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout
+        while (time.monotonic() < deadline
+               and any(group_alive(pid) for pid in pids)):
+            time.sleep(0.1)
+
+
+def stop(lab, names):
+    """Stop the recorded processes ``names`` ({name: pid}) together."""
+    stop_groups(list(names.values()))
+    for name in names:
+        _pidfile(lab, name).unlink(missing_ok=True)
+
+
+def log_tail(lab, name, lines=15):
+    path = lab.logs / ('%s.log' % name)
+    if not path.exists():
+        return '(no log)'
+    return '\n'.join(path.read_text(errors='replace').splitlines()[-lines:])
+
+
+def port_open(port, host=settings.HOST):
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def http_ok(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5):
+            return True
+    except urllib.error.HTTPError as exc:
+        # 401 and 300 (version lists) still prove the service answers.
+        return exc.code < 500
+    except OSError:
+        return False
+
+
+def wait(lab, name, proc, ready, timeout=180):
+    """Wait until ``ready()`` holds; fail with ``name``'s log if the
+    process dies or the time runs out."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc is not None and proc.poll() is not None:
+            raise LabError('%s exited with status %s:\n%s' % (
+                name, proc.returncode, log_tail(lab, name)))
+        if time.monotonic() > deadline:
+            raise LabError('%s not ready after %d s:\n%s' % (
+                name, timeout, log_tail(lab, name)))
+        time.sleep(0.5)

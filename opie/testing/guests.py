@@ -1,0 +1,87 @@
+"""Servers of a fake virt driver that run what cloud-init would run.
+
+Nova's ``FakeDriver`` keeps servers as records; a driver holding a
+:class:`Guests` also runs a server's user data when it is a script
+(``#!``), as cloud-init runs user scripts on first boot, as a real
+subprocess in a directory of its own (the server's disk), recorded in its
+``pid`` file. Stopping, shelving or deleting the server kills that process
+group; unshelving runs the script again, as a boot would. Used by the
+demo cloud and by the lab's computes.
+"""
+import base64
+import os
+import signal
+import subprocess
+import sys
+
+PID_FILE = 'pid'
+
+
+class Guests:
+    """The processes standing for running servers, by instance uuid."""
+
+    def __init__(self, root):
+        self.root = root
+        self.procs = {}
+
+    def boot(self, instance):
+        if not instance.user_data:
+            return
+        script = base64.b64decode(instance.user_data)
+        if not script.startswith(b'#!'):
+            return
+        disk = os.path.join(self.root, instance.uuid)
+        os.makedirs(disk, exist_ok=True)
+        path = os.path.join(disk, 'user-data')
+        with open(path, 'wb') as f:
+            f.write(script)
+        env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
+               'HOME': disk, 'OPIE_AGENT_DIR': os.path.join(disk, 'agent')}
+        with open(os.path.join(disk, 'console.log'), 'ab') as log:
+            # The venv's Python stands for the guest's python3, so demo
+            # tasks can import opie.
+            self.procs[instance.uuid] = subprocess.Popen(
+                [sys.executable, path], cwd=disk, env=env, stdout=log,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True)
+        with open(os.path.join(disk, PID_FILE), 'w') as f:
+            f.write(str(self.procs[instance.uuid].pid))
+
+    def halt(self, uuid):
+        proc = self.procs.pop(uuid, None)
+        if proc is None:
+            return
+        if proc.poll() is None:
+            # The agent leads its own session: its tasks go with it.
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        os.unlink(os.path.join(self.root, uuid, PID_FILE))
+
+    def halt_all(self):
+        for uuid in list(self.procs):
+            self.halt(uuid)
+
+
+class RunsUserData:
+    """Mixin for a ``FakeDriver``: its servers' user data runs in
+    ``self.guests`` (a :class:`Guests`, set before the first boot)."""
+    guests = None
+
+    def spawn(self, context, instance, image_meta, injected_files,
+              admin_password, allocations, network_info=None,
+              block_device_info=None, power_on=True, accel_info=None):
+        super().spawn(context, instance, image_meta, injected_files,
+                      admin_password, allocations, network_info,
+                      block_device_info, power_on, accel_info)
+        if power_on:
+            self.guests.boot(instance)
+
+    def power_off(self, instance, timeout=0, retry_interval=0):
+        self.guests.halt(instance.uuid)
+        super().power_off(instance, timeout, retry_interval)
+
+    def destroy(self, context, instance, network_info, block_device_info=None,
+                destroy_disks=True, destroy_secrets=True):
+        self.guests.halt(instance.uuid)
+        super().destroy(context, instance, network_info, block_device_info,
+                        destroy_disks, destroy_secrets)

@@ -1,0 +1,123 @@
+"""Clients of the running lab, as its tenants and its admin see it.
+
+Sessions come from the lab's clouds.yaml through openstacksdk's config
+loader and keystoneauth1; Nova is driven through python-novaclient and
+Placement through a keystoneauth1 adapter, the code paths OPIE's users
+take.
+"""
+import time
+
+from keystoneauth1 import adapter
+import novaclient
+from novaclient import client as nova_client
+from novaclient import exceptions as nova_exc
+import openstack.config
+
+from opie.lab import bootstrap
+from opie.lab import process
+from opie.lab import settings
+
+LAB = settings.Lab.load()
+IMAGE = bootstrap.IMAGE
+PLACEMENT_VERSION = '1.39'
+# The newest microversion python-novaclient speaks.
+NOVA_VERSION = novaclient.API_MAX_VERSION.get_string()
+# Seconds to wait for Nova to build or delete servers.
+TIMEOUT = 180
+
+
+def require_up():
+    """Why the lab cannot be tested, or None."""
+    if not LAB.clouds_yaml.exists():
+        return 'the lab was never started (python3 tools/lab.py up)'
+    running = process.recorded(LAB)
+    if 'nova-api' not in running or 'opie-scheduler' not in running:
+        return 'the lab is not up (python3 tools/lab.py up)'
+    return None
+
+
+def session(cloud):
+    config = openstack.config.OpenStackConfig(
+        config_files=[str(LAB.clouds_yaml)])
+    return config.get_one(cloud=cloud).get_session()
+
+
+def nova(cloud, version=NOVA_VERSION):
+    return nova_client.Client(version, session=session(cloud))
+
+
+def placement():
+    return adapter.Adapter(session('lab-admin'), service_type='placement',
+                           default_microversion=PLACEMENT_VERSION)
+
+
+def connect(cloud='lab-admin'):
+    """An openstacksdk connection (keystone's limits have no novaclient)."""
+    return bootstrap.connect(LAB, cloud)
+
+
+def wait_for(what, check, timeout=TIMEOUT, interval=0.5):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError('timed out after %d s waiting for %s'
+                                 % (timeout, what))
+        time.sleep(interval)
+
+
+def settled(ids):
+    """The servers ``ids`` once none is building: {id: server}, as the
+    admin sees them (deleted ones are left out)."""
+    client = nova('lab-admin')
+
+    def check():
+        servers = {s.id: s for s in client.servers.list(
+            search_opts={'all_tenants': 1, 'deleted': False})
+            if s.id in ids}
+        if any(s.status == 'BUILD' for s in servers.values()):
+            return None
+        return servers or {'': None}
+    found = wait_for('servers to build', check)
+    found.pop('', None)
+    return found
+
+
+def boot(client, name, flavor, count=1, **kwargs):
+    """Boot ``count`` servers, one request each; their ids."""
+    flavor = client.flavors.find(name=flavor)
+    image = client.glance.find_image(IMAGE)
+    return [client.servers.create('%s-%d' % (name, i), image, flavor,
+                                  nics='none', **kwargs).id
+            for i in range(count)]
+
+
+def delete_all():
+    """Delete every server of the lab and wait until they are gone."""
+    admin = nova('lab-admin')
+    for server in admin.servers.list(search_opts={'all_tenants': 1}):
+        try:
+            server.delete()
+        except nova_exc.NotFound:
+            pass
+    wait_for('every server to go', lambda: not admin.servers.list(
+        search_opts={'all_tenants': 1}))
+
+
+def usages_and_capacity():
+    """{host: (usage, capacity)} per resource class, from Placement."""
+    client = placement()
+    result = {}
+    for provider in client.get('/resource_providers').json()[
+            'resource_providers']:
+        base = '/resource_providers/%s' % provider['uuid']
+        usages = client.get(base + '/usages').json()['usages']
+        inventories = client.get(base + '/inventories').json()[
+            'inventories']
+        result[provider['name']] = {
+            rc: (usages.get(rc, 0),
+                 (inv['total'] - inv['reserved']) * inv['allocation_ratio'])
+            for rc, inv in inventories.items()}
+    return result

@@ -1,0 +1,72 @@
+"""Nothing the lab started listens on anything but loopback."""
+import ipaddress
+import os
+
+from opie.lab import process
+from tests.integration import lab
+
+
+def _lab_pids():
+    """Every process in the process groups the lab recorded."""
+    leaders = set(process.recorded(lab.LAB).values())
+    pids = set()
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                # pgrp is the 5th field, after "pid (comm) state ppid".
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) in leaders:
+            pids.add(int(entry))
+    return pids
+
+
+def _socket_inodes(pids):
+    inodes = set()
+    for pid in pids:
+        try:
+            fds = os.listdir('/proc/%d/fd' % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink('/proc/%d/fd/%s' % (pid, fd))
+            except OSError:
+                continue
+            if target.startswith('socket:['):
+                inodes.add(target[8:-1])
+    return inodes
+
+
+def _address(hex_address):
+    raw = bytes.fromhex(hex_address)
+    if len(raw) == 4:
+        return ipaddress.IPv4Address(raw[::-1])
+    # IPv6 in /proc: four 32-bit words, each in host (little endian) order.
+    return ipaddress.IPv6Address(b''.join(
+        raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+
+
+def _bound(inodes):
+    """(address, port) of the TCP listeners and UDP sockets of inodes."""
+    found = []
+    for table, state in (('tcp', '0A'), ('tcp6', '0A'), ('udp', '07'),
+                         ('udp6', '07')):
+        with open('/proc/net/%s' % table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == state and fields[9] in inodes:
+                    address, port = fields[1].split(':')
+                    found.append((_address(address), int(port, 16)))
+    return found
+
+
+def test_nothing_listens_beyond_loopback():
+    bound = _bound(_socket_inodes(_lab_pids()))
+    ports = {port for _, port in bound}
+    assert set(lab.settings.PORTS.values()) <= ports, ports
+    exposed = [(str(a), p) for a, p in bound if not a.is_loopback]
+    assert not exposed

@@ -1,0 +1,40 @@
+"""A normal boot on a cloud full of preemptible servers (issue point 1).
+
+Tenant alpha fills every compute with small preemptible servers; tenant
+beta boots a normal one. It goes ACTIVE, the youngest preemptible server
+(the cheapest under the default period cost: the least of its billing
+period is lost) is deleted to make room on its host, and alpha can read
+why in its server's actions.
+"""
+import time
+
+from tests.integration import lab
+
+SMALL_PER_HOST = 4
+
+
+def test_normal_boot_preempts_the_cheapest_preemptible():
+    alpha = lab.nova('lab-alpha')
+    older = lab.boot(alpha, 'filler', 'small-preemptible',
+                     count=SMALL_PER_HOST * lab.LAB.computes - 1)
+    assert all(s.status == 'ACTIVE'
+               for s in lab.settled(set(older)).values())
+    # Launch times have a one-second resolution.
+    time.sleep(2)
+    youngest, = lab.boot(alpha, 'youngest', 'small-preemptible')
+    victim_host = getattr(lab.settled({youngest})[youngest],
+                          'OS-EXT-SRV-ATTR:host')
+
+    beta = lab.nova('lab-beta')
+    normal, = lab.boot(beta, 'normal', 'small')
+    server = lab.settled({normal})[normal]
+    assert server.status == 'ACTIVE'
+    assert getattr(server, 'OS-EXT-SRV-ATTR:host') == victim_host
+
+    lab.wait_for('the victim to be deleted', lambda: youngest not in {
+        s.id for s in alpha.servers.list()})
+    assert {s.id for s in alpha.servers.list()} == set(older)
+    # At 2.21 the owner lists the actions of a deleted server.
+    actions = lab.nova('lab-alpha', '2.21').instance_action.list(youngest)
+    preempt = [a for a in actions if a.action == 'opie-preempt']
+    assert len(preempt) == 1, [a.action for a in actions]

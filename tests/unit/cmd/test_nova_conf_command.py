@@ -1,0 +1,315 @@
+"""``opie-manage nova-conf``: OPIE's settings written into a nova.conf."""
+import datetime
+import subprocess
+import sys
+import textwrap
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+import pytest
+
+from opie.cmd import audit_conf
+from opie.cmd import manage
+from opie.cmd import nova_conf
+from opie.nova import conf as opie_conf
+
+OPIE_FLAGS = ['--costs', 'period=1,count=60', '--billing-period', '600',
+              '--max-victims', '3', '--termination-mode', 'delete']
+SERVICE_USER = ['--auth-url', 'http://keystone/identity', '--username',
+                'nova', '--password', 'secret', '--project-name', 'service']
+NOVA_DEFAULT_FILTERS = ('ComputeFilter,ComputeCapabilitiesFilter,'
+                        'ImagePropertiesFilter,ServerGroupAntiAffinityFilter,'
+                        'ServerGroupAffinityFilter')
+# An operator's nova.conf: comments, other sections, their own filters
+# and weighers, a filter list continued on a second line.
+OPERATOR_CONF = textwrap.dedent("""\
+    # Managed by hand.
+    [DEFAULT]
+    debug = True
+
+    [filter_scheduler]
+    # Ours first.
+    available_filters = my.filters.all
+    # Then Nova's.
+    available_filters = nova.scheduler.filters.all_filters
+    enabled_filters = ComputeFilter,
+        MyFilter
+    weight_classes = my.weights.Heavy
+    host_subset_size = 1
+
+    [opie]
+    # Tuned.
+    reconcile_interval = 30
+
+    [api]
+    auth_strategy = keystone
+    """)
+
+
+@pytest.fixture
+def conf_path(tmp_path):
+    return tmp_path / 'nova.conf'
+
+
+def _run(capsys, *args):
+    rc = manage.main(['nova-conf'] + [str(arg) for arg in args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _scheduler(capsys, path, *flags):
+    return _run(capsys, 'scheduler', '--config-file', path, *flags)
+
+
+def _audit(path, role):
+    return audit_conf.check(nova_conf.load([str(path)]), (role,),
+                            datetime.datetime.now(datetime.timezone.utc))
+
+
+def test_scheduler_on_a_fresh_file(capsys, conf_path):
+    rc, out, _ = _scheduler(capsys, conf_path, *OPIE_FLAGS)
+
+    text = conf_path.read_text()
+    print(text)
+    assert rc == 0
+    assert out.startswith('%s: set [filter_scheduler] available_filters, '
+                          % conf_path)
+    assert text == textwrap.dedent("""\
+        [filter_scheduler]
+        available_filters = nova.scheduler.filters.all_filters
+        available_filters = opie.nova.filters.PreemptibleFilter
+        enabled_filters = %s,PreemptibleFilter
+        weight_classes = nova.scheduler.weights.all_weighers,\
+opie.nova.weights.overcommit.OvercommitWeigher,\
+opie.nova.weights.preemption_cost.PreemptionCostWeigher
+
+        [opie]
+        costs = period=1,count=60
+        billing_period = 600
+        max_victims = 3
+        termination_mode = delete
+        """ % NOVA_DEFAULT_FILTERS)
+    settings = opie_conf.load_settings(nova_conf.load([str(conf_path)]))
+    assert (str(settings.cost_model), settings.max_victims) == (
+        str(opie_conf.costs.load_cost_model('period=1,count=60', 600)), 3)
+    # Only the heartbeat of a running opie-scheduler is missing.
+    [problem] = _audit(conf_path, audit_conf.SCHEDULER)
+    assert problem.message.startswith('no heartbeat in ')
+
+
+def test_scheduler_keeps_every_other_line_of_an_operators_file(capsys,
+                                                               conf_path):
+    conf_path.write_text(OPERATOR_CONF)
+
+    rc, _, _ = _scheduler(capsys, conf_path, '--termination-mode', 'delete')
+
+    assert rc == 0
+    assert conf_path.read_text() == OPERATOR_CONF.replace(
+        'available_filters = nova.scheduler.filters.all_filters\n',
+        'available_filters = nova.scheduler.filters.all_filters\n'
+        'available_filters = opie.nova.filters.PreemptibleFilter\n').replace(
+        'enabled_filters = ComputeFilter,\n    MyFilter\n',
+        'enabled_filters = ComputeFilter,MyFilter,PreemptibleFilter\n'
+    ).replace(
+        'weight_classes = my.weights.Heavy\n',
+        'weight_classes = my.weights.Heavy,'
+        'opie.nova.weights.overcommit.OvercommitWeigher,'
+        'opie.nova.weights.preemption_cost.PreemptionCostWeigher\n').replace(
+        'reconcile_interval = 30\n',
+        'reconcile_interval = 30\ntermination_mode = delete\n')
+
+
+def test_scheduler_twice_is_scheduler_once(capsys, conf_path):
+    conf_path.write_text(OPERATOR_CONF)
+    _scheduler(capsys, conf_path, *OPIE_FLAGS)
+    once = conf_path.read_text()
+    mtime = conf_path.stat().st_mtime_ns
+
+    rc, out, _ = _scheduler(capsys, conf_path, *OPIE_FLAGS)
+
+    assert rc == 0
+    assert out == '%s: nothing to change\n' % conf_path
+    assert conf_path.read_text() == once
+    # Not even rewritten.
+    assert conf_path.stat().st_mtime_ns == mtime
+
+
+def test_classes_already_there_are_not_added_again(capsys, conf_path):
+    text = ('[filter_scheduler]\n'
+            'available_filters = opie.nova.filters.PreemptibleFilter\n'
+            'enabled_filters = PreemptibleFilter, ComputeFilter\n'
+            'weight_classes = opie.nova.weights.overcommit.OvercommitWeigher'
+            '\n')
+    conf_path.write_text(text)
+
+    _scheduler(capsys, conf_path)
+
+    # Only the missing weigher; the filter lists are left as written.
+    assert conf_path.read_text() == text.replace(
+        'OvercommitWeigher\n', 'OvercommitWeigher,'
+        'opie.nova.weights.preemption_cost.PreemptionCostWeigher\n')
+    assert '[opie]' not in conf_path.read_text()
+
+
+def test_shelve_mode_writes_the_service_user(capsys, conf_path):
+    rc, _, _ = _scheduler(capsys, conf_path, '--termination-mode', 'shelve',
+                          *SERVICE_USER)
+
+    assert rc == 0
+    conf = nova_conf.load([str(conf_path)])
+    assert opie_conf.load_settings(conf).termination_mode == 'shelve'
+    # keystoneauth loads the service user from what was written (on a
+    # ConfigOpts of its own: loading registers the plugin's options).
+    auth_conf = cfg.ConfigOpts()
+    ks_loading.register_auth_conf_options(auth_conf, 'opie')
+    auth_conf(['--config-file', str(conf_path)], default_config_files=[],
+              default_config_dirs=[], use_env=False)
+    auth = ks_loading.load_auth_from_conf_options(auth_conf, 'opie')
+    assert {key: value for key, value in auth.get_cache_id_elements().items()
+            if value is not None} == {
+        'auth_url': 'http://keystone/identity', 'username': 'nova',
+        'password': 'secret', 'project_name': 'service',
+        'user_domain_name': 'Default', 'project_domain_name': 'Default'}
+    assert conf_path.read_text().endswith(textwrap.dedent("""\
+        [opie]
+        termination_mode = shelve
+        auth_type = password
+        auth_url = http://keystone/identity
+        username = nova
+        password = secret
+        project_name = service
+        user_domain_name = Default
+        project_domain_name = Default
+        """))
+
+    _scheduler(capsys, conf_path, '--termination-mode', 'shelve',
+               *SERVICE_USER, '--domain-name', 'services')
+
+    assert conf_path.read_text().endswith(
+        'user_domain_name = services\nproject_domain_name = services\n')
+
+
+@pytest.mark.parametrize('flags, message', [
+    (['--costs', 'bogus'], "--costs bogus: unknown cost plugin 'bogus' "
+     '(available: age, count, leftover, period)'),
+    (['--costs', 'period=x'], '--costs period=x: '),
+    (['--billing-period', '0'],
+     '--billing-period 0: Should be greater than or equal to 1'),
+    (['--billing-period', 'hourly'], '--billing-period hourly: invalid '
+     "literal for int() with base 10: 'hourly'"),
+    (['--max-victims', '-1'],
+     '--max-victims -1: Should be greater than or equal to 0'),
+    (['--termination-mode', 'kill'], '--termination-mode kill: Valid values '
+     "are [delete, shelve], but found 'kill'"),
+    (['--termination-mode', 'shelve'], '--termination-mode shelve needs the '
+     'service user that snapshots victims to Glance: give --auth-url, '
+     '--username, --password, --project-name'),
+    (['--termination-mode', 'shelve'] + SERVICE_USER[:-2]
+     + ['--project-name', ''], '--termination-mode shelve needs the service '
+     'user that snapshots victims to Glance: give --project-name'),
+    (SERVICE_USER, '--auth-url, --username, --password, --project-name and '
+     '--domain-name go with --termination-mode shelve'),
+    (['--termination-mode', 'shelve', '--password', 'two\nlines']
+     + SERVICE_USER[:4] + SERVICE_USER[6:],
+     'nova.conf: the value of password cannot span lines'),
+])
+def test_bad_values_exit_2_and_leave_the_file_alone(capsys, conf_path,
+                                                    flags, message):
+    conf_path.write_text(OPERATOR_CONF)
+
+    rc, out, err = _scheduler(capsys, conf_path, '--max-victims', '2',
+                              *flags)
+
+    assert rc == 2
+    assert out == ''
+    [line] = err.splitlines()
+    assert line.startswith('opie-manage nova-conf: error: ')
+    assert message in line
+    assert conf_path.read_text() == OPERATOR_CONF
+
+
+def test_a_file_nova_cannot_read_is_left_alone(capsys, conf_path):
+    text = '[filter_scheduler]\nenabled_filters\n'
+    conf_path.write_text(text)
+
+    rc, _, err = _scheduler(capsys, conf_path, '--max-victims', '2')
+
+    assert rc == 2
+    assert err == ("opie-manage nova-conf: error: %s: line 2: no '=' or ':' "
+                   "in 'enabled_filters'\n" % conf_path)
+    assert conf_path.read_text() == text
+
+
+def test_an_unreadable_file_is_named(capsys, tmp_path):
+    rc, _, err = _scheduler(capsys, tmp_path)
+
+    assert rc == 2
+    assert err == ('opie-manage nova-conf: error: cannot read %s: Is a '
+                   'directory\n' % tmp_path)
+
+
+def test_the_file_keeps_its_mode(capsys, conf_path):
+    conf_path.write_text('[DEFAULT]\n')
+    conf_path.chmod(0o640)
+
+    _scheduler(capsys, conf_path, '--max-victims', '2')
+
+    assert conf_path.stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in conf_path.parent.iterdir()] == ['nova.conf']
+
+
+@pytest.mark.parametrize('mode, expected', [
+    ([], '[compute]\nprovider_config_location = {dir}\n'),
+    (['--termination-mode', 'delete'],
+     '[compute]\nprovider_config_location = {dir}\n'),
+    (['--termination-mode', 'shelve'],
+     '[DEFAULT]\nstate_path = /var/lib/nova\nshelved_offload_time = 0\n\n'
+     '[compute]\nprovider_config_location = {dir}\n'),
+])
+def test_compute(capsys, tmp_path, mode, expected):
+    conf_path = tmp_path / 'nova-cpu.conf'
+    conf_path.write_text('[DEFAULT]\nstate_path = /var/lib/nova\n')
+    directory = tmp_path / 'provider_config'
+    args = ['compute', '--config-file', conf_path,
+            '--provider-config-dir', directory] + mode
+
+    rc, _, _ = _run(capsys, *args)
+    text = conf_path.read_text()
+    again = _run(capsys, *args)
+
+    assert rc == 0
+    if '[DEFAULT]' not in expected:
+        expected = '[DEFAULT]\nstate_path = /var/lib/nova\n\n' + expected
+    assert text == expected.format(dir=directory)
+    assert again == (0, '%s: nothing to change\n' % conf_path, '')
+    assert conf_path.read_text() == text
+    conf = nova_conf.load([str(conf_path)])
+    assert conf.compute.provider_config_location == str(directory)
+
+
+def test_compute_checks_the_termination_mode(capsys, conf_path):
+    rc, _, err = _run(capsys, 'compute', '--config-file', conf_path,
+                      '--provider-config-dir', '/etc/nova/provider_config',
+                      '--termination-mode', 'shelf')
+
+    assert rc == 2
+    assert err == ("opie-manage nova-conf: error: --termination-mode shelf: "
+                   "Valid values are [delete, shelve], but found 'shelf'\n")
+    assert not conf_path.exists()
+
+
+def test_writing_nova_conf_loads_neither_nova_nor_cloud_clients(tmp_path):
+    code = textwrap.dedent("""\
+        import sys
+        from opie.cmd import manage
+        manage.main(['nova-conf', 'scheduler', '--config-file', sys.argv[1],
+                     '--costs', 'period'])
+        print(sorted({m.partition('.')[0] for m in sys.modules}
+                     & {'nova', 'novaclient', 'openstack'}))
+        """)
+
+    out = subprocess.run([sys.executable, '-c', code,
+                          str(tmp_path / 'nova.conf')],
+                         check=True, capture_output=True, text=True).stdout
+
+    assert out.splitlines()[-1] == '[]'
