@@ -4,9 +4,12 @@
 users and catalog, an image, flavors) and starts every service, printing
 each step with its time; ``down`` stops exactly the processes ``up``
 recorded, the servers' guest processes included; ``status`` lists them.
-Exit codes: 0 done, 1 the lab could not do it (the message says why).
+Exit codes: 0 done, 1 the lab failed (the message says why), 3 this
+machine cannot run the lab (no root to install its servers, ports taken).
 """
 import argparse
+from concurrent import futures
+import functools
 import os
 import shutil
 import subprocess
@@ -19,6 +22,7 @@ from opie.lab import servers
 from opie.lab import settings
 from opie.testing import guests
 
+EXIT_UNAVAILABLE = 3
 API_SERVICES = ('placement', 'glance', 'neutron', 'nova-api')
 CONFIG_DIRS = {'keystone': 'KEYSTONE', 'placement': 'PLACEMENT',
                'glance': 'GLANCE', 'neutron': 'NEUTRON', 'nova-api': 'NOVA'}
@@ -28,13 +32,12 @@ def _bin(name):
     return os.path.join(sys.prefix, 'bin', name)
 
 
-def _run(lab, name, argv, env=None):
+def _run(lab, name, argv):
     """Run a set-up command; its output goes to logs/<name>.log."""
     lab.logs.mkdir(parents=True, exist_ok=True)
     with open(lab.logs / ('%s.log' % name), 'ab') as log:
         done = subprocess.run([str(a) for a in argv], stdout=log,
-                              stderr=subprocess.STDOUT,
-                              env=dict(os.environ, **(env or {})))
+                              stderr=subprocess.STDOUT)
     if done.returncode:
         raise process.LabError('%s failed (exit %d):\n%s' % (
             ' '.join(str(a) for a in argv[:3]), done.returncode,
@@ -52,19 +55,19 @@ class Steps:
               flush=True)
 
 
-def _start_api(lab, service):
-    directory = configs.gunicorn(lab, service)
-    config_dir = lab.etc / service.replace('-api', '')
-    proc = process.start(
-        lab, service, [_bin('gunicorn')], cwd=directory,
-        env={'OS_%s_CONFIG_DIR' % CONFIG_DIRS[service]: str(config_dir)},
-        marker='gunicorn')
-    return proc
-
-
-def _wait_api(lab, service, proc):
-    process.wait(lab, service, proc,
-                 lambda: process.http_ok(lab.url(service)))
+def _start_apis(lab, services):
+    """Start API services under gunicorn; wait until each answers."""
+    procs = {}
+    for service in services:
+        directory = configs.gunicorn(lab, service)
+        config_dir = lab.etc / service.replace('-api', '')
+        procs[service] = process.start(
+            lab, service, [_bin('gunicorn')], cwd=directory,
+            env={'OS_%s_CONFIG_DIR' % CONFIG_DIRS[service]:
+                 str(config_dir)},
+            marker='gunicorn')
+    process.wait(lab, procs, lambda: all(
+        process.http_ok(lab.url(service)) for service in services))
 
 
 def _nova_manage(lab, *args):
@@ -80,7 +83,10 @@ def configure_opie(lab):
     """Nova's OPIE settings and provider configs, written by the same
     commands the DevStack plugin runs."""
     nova_conf = lab.etc / 'nova' / 'nova.conf'
-    _opie_manage(lab, 'nova-conf', 'scheduler', '--config-file', nova_conf)
+    # DevStack's defaults (devstack/settings).
+    _opie_manage(lab, 'nova-conf', 'scheduler', '--config-file', nova_conf,
+                 '--costs', 'period', '--billing-period', '3600',
+                 '--max-victims', '0', '--termination-mode', 'delete')
     vcpus, memory_mb, disk_gb = settings.COMPUTE_SIZE
     for index in range(1, lab.computes + 1):
         cpu_conf = configs.compute_conf(lab, index)
@@ -113,17 +119,14 @@ def _hypervisors_up(conn, hosts):
     return hosts <= up
 
 
-def up(lab):
-    # Late import: openstacksdk is only in the lab's venv.
-    from opie.lab import bootstrap
-    step = Steps()
+def _prepare(lab):
     running = process.recorded(lab)
     if running:
         raise process.LabError('the lab already runs (%s): run "opie-lab '
                                'down" first' % ', '.join(running))
     busy = [n for n, p in settings.PORTS.items() if process.port_open(p)]
     if busy:
-        raise process.LabError('ports in use on %s: %s' % (
+        raise process.Unavailable('ports in use on %s: %s' % (
             settings.HOST, ', '.join('%s (%d)' % (n, settings.PORTS[n])
                                      for n in busy)))
     servers.install()
@@ -131,63 +134,84 @@ def up(lab):
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True)
     lab.save()
-    step('MariaDB')
-    servers.start_mariadb(lab)
-    step('RabbitMQ')
-    servers.start_rabbitmq(lab)
+
+
+def _write_configs(lab):
     for write in (configs.keystone, configs.placement, configs.glance,
                   configs.neutron, configs.nova):
         write(lab)
     for index in range(1, lab.computes + 1):
         configs.nova_compute(lab, index)
     configure_opie(lab)
+
+
+def _sync_databases(lab):
+    """Each service's schema; the four run side by side."""
+    def nova():
+        _nova_manage(lab, 'api_db', 'sync')
+        _nova_manage(lab, 'cell_v2', 'map_cell0', '--database_connection',
+                     lab.db_url('nova_cell0'))
+        _nova_manage(lab, 'cell_v2', 'create_cell', '--name', 'cell1')
+        _nova_manage(lab, 'db', 'sync')
+    etc = lab.etc
+    commands = {
+        'placement-manage': [_bin('placement-manage'), '--config-file',
+                             etc / 'placement' / 'placement.conf', 'db',
+                             'sync'],
+        'glance-manage': [_bin('glance-manage'), '--config-file',
+                          etc / 'glance' / 'glance-api.conf', 'db_sync'],
+        'neutron-db-manage': [
+            _bin('neutron-db-manage'), '--config-file',
+            etc / 'neutron' / 'neutron.conf', '--config-file',
+            etc / 'neutron' / 'plugins' / 'ml2' / 'ml2_conf.ini',
+            'upgrade', 'heads'],
+    }
+    jobs = [nova] + [functools.partial(_run, lab, name, argv)
+                     for name, argv in commands.items()]
+    with futures.ThreadPoolExecutor(len(jobs)) as pool:
+        for done in [pool.submit(job) for job in jobs]:
+            done.result()
+
+
+def _start_nova(lab, conn):
+    """Conductor, scheduler and computes; wait until every compute is up
+    and mapped to the cell."""
+    nova_conf = lab.etc / 'nova' / 'nova.conf'
+    procs = {name: process.start(lab, name, [_bin(binary), '--config-file',
+                                             nova_conf])
+             for name, binary in (('nova-conductor', 'nova-conductor'),
+                                  ('opie-scheduler', 'opie-scheduler'))}
+    for index in range(1, lab.computes + 1):
+        procs['compute-%d' % index] = start_compute(lab, index)
+    hosts = {lab.compute_host(i) for i in range(1, lab.computes + 1)}
+    process.wait(lab, procs, lambda: _hypervisors_up(conn, hosts))
+    discover_hosts(lab)
+
+
+def up(lab):
+    # Late import: openstacksdk is only in the lab's venv.
+    from opie.lab import bootstrap
+    step = Steps()
+    _prepare(lab)
+    step('MariaDB')
+    servers.start_mariadb(lab)
+    step('RabbitMQ')
+    servers.start_rabbitmq(lab)
+    _write_configs(lab)
     step('keystone')
     bootstrap.keystone_first_admin(lab)
-    keystone = _start_api(lab, 'keystone')
     bootstrap.clouds(lab)
-    step('databases of placement, glance, neutron and nova')
-    nova_conf = lab.etc / 'nova' / 'nova.conf'
-    syncs = [
-        ('placement-manage', [_bin('placement-manage'), '--config-file',
-                              lab.etc / 'placement' / 'placement.conf',
-                              'db', 'sync'], None),
-        ('glance-manage', [_bin('glance-manage'), '--config-file',
-                           lab.etc / 'glance' / 'glance-api.conf',
-                           'db_sync'], None),
-        ('neutron-db-manage', [
-            _bin('neutron-db-manage'), '--config-file',
-            lab.etc / 'neutron' / 'neutron.conf', '--config-file',
-            lab.etc / 'neutron' / 'plugins' / 'ml2' / 'ml2_conf.ini',
-            'upgrade', 'heads'], None),
-    ]
-    for name, argv, env in syncs:
-        _run(lab, name, argv, env)
-    _nova_manage(lab, 'api_db', 'sync')
-    _nova_manage(lab, 'cell_v2', 'map_cell0', '--database_connection',
-                 lab.db_url('nova_cell0'))
-    _nova_manage(lab, 'cell_v2', 'create_cell', '--name', 'cell1')
-    _nova_manage(lab, 'db', 'sync')
-    _wait_api(lab, 'keystone', keystone)
+    with futures.ThreadPoolExecutor(1) as pool:
+        keystone = pool.submit(_start_apis, lab, ['keystone'])
+        step('databases of placement, glance, neutron and nova')
+        _sync_databases(lab)
+        keystone.result()
     step('users, projects and catalog')
     bootstrap.users_and_catalog(lab)
     step('API services')
-    apis = {name: _start_api(lab, name) for name in API_SERVICES}
-    conductor = process.start(lab, 'nova-conductor', [
-        _bin('nova-conductor'), '--config-file', nova_conf])
-    scheduler = process.start(lab, 'opie-scheduler', [
-        _bin('opie-scheduler'), '--config-file', nova_conf])
-    for name, proc in apis.items():
-        _wait_api(lab, name, proc)
-    step('%d computes' % lab.computes)
-    computes = [start_compute(lab, i) for i in range(1, lab.computes + 1)]
-    conn = bootstrap.connect(lab)
-    hosts = {lab.compute_host(i) for i in range(1, lab.computes + 1)}
-    watched = [('nova-conductor', conductor), ('opie-scheduler', scheduler)]
-    watched += [('compute-%d' % (i + 1), p) for i, p in enumerate(computes)]
-    for name, proc in watched:
-        process.wait(lab, name, proc,
-                     lambda: _hypervisors_up(conn, hosts))
-    discover_hosts(lab)
+    _start_apis(lab, API_SERVICES)
+    step('nova-conductor, opie-scheduler and %d computes' % lab.computes)
+    _start_nova(lab, bootstrap.connect(lab))
     step('image and flavors')
     bootstrap.image(lab)
     bootstrap.flavors(lab)
@@ -207,10 +231,14 @@ def down(lab):
     # Servers' guest processes lead sessions of their own.
     for pid_file in lab.data.glob('guests/*/%s' % guests.PID_FILE):
         pid = int(pid_file.read_text())
-        if process.group_alive(pid):
+        if process.members({pid}):
             process.stop_groups([pid])
             print('stopped guest %s (%d)' % (pid_file.parent.name, pid))
         pid_file.unlink()
+    left = process.leftovers(lab)
+    if left:
+        raise process.LabError('still running after down:\n%s' % '\n'.join(
+            '%d %s' % item for item in sorted(left.items())))
 
 
 def status(lab):
@@ -257,7 +285,7 @@ def main(argv=None):
             return status(lab)
     except process.LabError as exc:
         print('opie-lab: %s' % exc, file=sys.stderr)
-        return 1
+        return EXIT_UNAVAILABLE if isinstance(exc, process.Unavailable) else 1
     except KeyboardInterrupt:
         return 1
     return 0

@@ -22,6 +22,10 @@ class LabError(Exception):
     """The lab cannot do what was asked; the message says why."""
 
 
+class Unavailable(LabError):
+    """This machine cannot run the lab (no root for apt, ports taken)."""
+
+
 def _pidfile(lab, name):
     return lab.run / ('%s.pid' % name)
 
@@ -64,19 +68,26 @@ def recorded(lab):
             # for the marker anywhere in it.
             if cmdline is not None and entry['marker'] in cmdline:
                 entries.append((entry['started'], path.stem, entry['pid']))
-            else:
-                path.unlink()
     return {name: pid for _, name, pid in sorted(entries)}
 
 
-def group_alive(pid):
-    try:
-        os.killpg(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def members(groups):
+    """PIDs of the live (not zombie) processes of the process groups
+    ``groups``: killpg(pgid, 0) also succeeds while only zombies are left,
+    which orphans are when nothing reaps them."""
+    found = set()
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                # "pid (comm) state ppid pgrp ...": comm may hold spaces.
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != 'Z' and int(fields[2]) in groups:
+            found.add(int(entry))
+    return found
 
 
 def stop_groups(pids, timeout=15):
@@ -89,8 +100,7 @@ def stop_groups(pids, timeout=15):
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + timeout
-        while (time.monotonic() < deadline
-               and any(group_alive(pid) for pid in pids)):
+        while time.monotonic() < deadline and members(set(pids)):
             time.sleep(0.1)
 
 
@@ -125,15 +135,42 @@ def http_ok(url):
         return False
 
 
-def wait(lab, name, proc, ready, timeout=180):
-    """Wait until ``ready()`` holds; fail with ``name``'s log if the
-    process dies or the time runs out."""
+def wait(lab, procs, ready, timeout=180):
+    """Wait until ``ready()`` holds; fail with the log of the process of
+    ``procs`` ({name: Popen}) that died, or of all, on time out."""
     deadline = time.monotonic() + timeout
     while not ready():
-        if proc is not None and proc.poll() is not None:
-            raise LabError('%s exited with status %s:\n%s' % (
-                name, proc.returncode, log_tail(lab, name)))
+        for name, proc in procs.items():
+            if proc.poll() is not None:
+                raise LabError('%s exited with status %s:\n%s' % (
+                    name, proc.returncode, log_tail(lab, name)))
         if time.monotonic() > deadline:
             raise LabError('%s not ready after %d s:\n%s' % (
-                name, timeout, log_tail(lab, name)))
+                ', '.join(procs), timeout, '\n'.join(
+                    log_tail(lab, name) for name in procs)))
         time.sleep(0.5)
+
+
+def leftovers(lab):
+    """{pid: command line} of processes still running from the lab's
+    directory or with it on their command line."""
+    root = str(lab.root)
+    venv = str(lab.root / 'venv')
+    found = {}
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        cmdline = _cmdline(int(entry))
+        try:
+            cwd = os.readlink('/proc/%s/cwd' % entry)
+        except OSError:
+            cwd = ''
+        if cmdline is None:
+            continue
+        args = cmdline.replace('\0', ' ').strip()
+        # The lab's own tools (opie-lab, pytest) run from its venv.
+        if venv in args.split(' ')[0]:
+            continue
+        if root in args or cwd.startswith(root):
+            found[int(entry)] = args
+    return found

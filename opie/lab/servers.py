@@ -30,7 +30,7 @@ def install():
     if os.path.exists(MARIADBD) and os.path.exists(RABBITMQ):
         return
     if os.geteuid() != 0:
-        raise process.LabError(
+        raise process.Unavailable(
             'MariaDB and RabbitMQ are not installed and installing them '
             '(apt-get) needs root: apt-get install %s' % ' '.join(PACKAGES))
     created = not POLICY_RC_D.exists()
@@ -45,7 +45,7 @@ def install():
             done = subprocess.run(argv, env=env, capture_output=True,
                                   text=True)
             if done.returncode:
-                raise process.LabError('%s failed:\n%s' % (
+                raise process.Unavailable('%s failed:\n%s' % (
                     ' '.join(argv[:2]), done.stdout[-2000:] + done.stderr))
     finally:
         if created:
@@ -79,7 +79,7 @@ def start_mariadb(lab):
         '--port=%d' % settings.PORTS['mysql'], '--skip-name-resolve',
         '--max-connections=2000', '--innodb-flush-log-at-trx-commit=0',
         '--innodb-buffer-pool-size=256M'] + user)
-    process.wait(lab, 'mysql', proc,
+    process.wait(lab, {'mysql': proc},
                  lambda: process.port_open(settings.PORTS['mysql']))
     statements = ["CREATE USER IF NOT EXISTS 'opie'@'127.0.0.1' "
                   "IDENTIFIED BY '%s'" % settings.PASSWORD]
@@ -134,8 +134,8 @@ def start_rabbitmq(lab):
     # it would daemonize and outlive the lab.
     epmd = process.start(lab, 'epmd', ['epmd', '-address', settings.HOST,
                                        '-port', str(settings.PORTS['epmd'])])
-    process.wait(lab, 'epmd', epmd,
+    process.wait(lab, {'epmd': epmd},
                  lambda: process.port_open(settings.PORTS['epmd']))
     proc = process.start(lab, 'rabbitmq', [RABBITMQ], env=env)
-    process.wait(lab, 'rabbitmq', proc,
+    process.wait(lab, {'rabbitmq': proc},
                  lambda: process.port_open(settings.PORTS['rabbitmq']))

@@ -6,24 +6,6 @@ from opie.lab import process
 from tests.integration import lab
 
 
-def _lab_pids():
-    """Every process in the process groups the lab recorded."""
-    leaders = set(process.recorded(lab.LAB).values())
-    pids = set()
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                # pgrp is the 5th field, after "pid (comm) state ppid".
-                fields = f.read().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) in leaders:
-            pids.add(int(entry))
-    return pids
-
-
 def _socket_inodes(pids):
     inodes = set()
     for pid in pids:
@@ -65,7 +47,8 @@ def _bound(inodes):
 
 
 def test_nothing_listens_beyond_loopback():
-    bound = _bound(_socket_inodes(_lab_pids()))
+    bound = _bound(_socket_inodes(process.members(
+        set(process.recorded(lab.LAB).values()))))
     ports = {port for _, port in bound}
     assert set(lab.settings.PORTS.values()) <= ports, ports
     exposed = [(str(a), p) for a, p in bound if not a.is_loopback]
