@@ -223,7 +223,11 @@ def gunicorn(lab, service, workers=1, threads=8):
     directory.mkdir(parents=True, exist_ok=True)
     (directory / 'gunicorn.conf.py').write_text(
         'wsgi_app = %r\nbind = %r\nworkers = %d\nthreads = %d\n'
-        'worker_class = "gthread"\ntimeout = 300\n%s' % (
+        'worker_class = "gthread"\ntimeout = 300\n'
+        # No keep-alive: a client reusing a connection the server is
+        # closing as idle gets "Remote end closed connection" (seen on
+        # keystone under 20 concurrent boots).
+        'keepalive = 0\n%s' % (
             WSGI_APPS[service],
             '%s:%d' % (settings.HOST, settings.PORTS[service]),
             workers, threads, NEUTRON_HOOK if service == 'neutron' else ''))

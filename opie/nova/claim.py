@@ -1,17 +1,29 @@
 """Claim a victim: take its Placement allocations, race-free.
 
 Several scheduler workers (or the reconciler) may pick the same preemptible
-instance at once. The one that empties the victim's allocations with a
-consumer-generation swap owns it: ``POST /allocations`` at microversion
-1.28 with ``allocations: {}`` and the generation it read, as Nova's own
-``move_allocations`` does. Placement answers 409 to every other writer of
-that generation. From that moment the victim's room is free for every
-worker (its usage has left the provider summaries) and it is never claimed
-again.
+instance at once. A claim has two writes (``POST /allocations`` at
+microversion 1.28, each with the consumer generation read or made):
 
-One trap: emptying the allocations deletes the Placement consumer, and a
-later swap with a null generation would succeed. So a worker that *reads*
-empty allocations treats the victim as already taken and never posts.
+1. **own**: rewrite the victim's allocations unchanged at the generation
+   read. Placement bumps the generation and answers 409 to every other
+   writer of the old one, so exactly one worker makes generation g+1.
+2. **empty**: write ``allocations: {}`` at g+1. Only the owner knows g+1;
+   any other writer of it is an *own* write, and whichever commits second
+   gets 409. From then on the victim's room is free for every worker (its
+   usage has left the provider summaries) and it is never claimed again.
+
+Why not empty at once, as Nova's ``move_allocations`` swaps? Two emptying
+writes of the same generation can *both* succeed: Placement checks the
+generation only of consumers whose allocations it still reads inside the
+transaction, and a racer that read the consumer before the first commit
+but its (gone) allocations after it skips the check. Two workers then own
+one victim. The OPIE lab's concurrent boots hit this (two scheduler
+workers, MariaDB); the in-process tests, one writer at a time, cannot.
+
+One more trap: emptying the allocations deletes the Placement consumer,
+and a later write with a null generation would succeed. So a worker that
+*reads* empty allocations treats the victim as already taken and never
+posts.
 
 Placement writes are what a claim costs, so the scheduler first tries to
 write a new instance's allocations and take all its victims in the same
@@ -63,18 +75,39 @@ def claim(client, context, uuid):
 
     ``client`` is Nova's SchedulerReportClient.
     """
+    owned = _own(client, context, uuid)
+    if owned is None or not _post(client, context, uuid,
+                                  {uuid: _emptied(owned)}, VERSION):
+        return None
+    return _claim_of(uuid, owned)
+
+
+def _own(client, context, uuid):
+    """Step 1: what victim ``uuid`` holds, at the generation this worker
+    alone made; None if it is taken or another worker owns it."""
     current = _held(client, context, uuid)
     if current is None:
         return None
-    resp = client.post('/allocations', {uuid: _emptied(current)},
-                       version=VERSION, global_request_id=context.global_id)
+    unchanged = _entry(current, _claim_of(uuid, current).allocations)
+    if not _post(client, context, uuid, {uuid: unchanged}, VERSION):
+        return None
+    # One write, one increment (Placement's consumer generation).
+    return dict(current,
+                consumer_generation=current['consumer_generation'] + 1)
+
+
+def _post(client, context, uuid, body, version):
+    """POST /allocations: True on success, False (logged) on a conflict
+    over victim ``uuid``."""
+    resp = client.post('/allocations', body, version=version,
+                       global_request_id=context.global_id)
     if resp.status_code == 409:
         LOG.info('OPIE: victim %s was claimed by another worker', uuid)
-        return None
+        return False
     if resp.status_code != 204:
         raise ClaimError('claim of %s: %s %s' % (uuid, resp.status_code,
                                                  resp.text))
-    return _claim_of(uuid, current)
+    return True
 
 
 def claim_together(client, context, instance_uuid, allocation, version,
@@ -93,7 +126,9 @@ def claim_together(client, context, instance_uuid, allocation, version,
     body = {instance_uuid: dict(allocation, consumer_generation=None)}
     held = {}
     for uuid in victims:
-        held[uuid] = _held(client, context, uuid)
+        # Owning first leaves the allocations as they were: if the write
+        # below is refused, there is nothing to give back.
+        held[uuid] = _own(client, context, uuid)
         if held[uuid] is None:
             return None
         body[uuid] = _emptied(held[uuid])
@@ -117,13 +152,18 @@ def _held(client, context, uuid):
     return current
 
 
-def _emptied(current):
-    """The body entry taking a victim: no allocations, at the generation
-    read."""
-    return {'allocations': {},
+def _entry(current, allocations):
+    """A victim's body entry: ``allocations`` at the generation of
+    ``current`` (what it holds, as read or owned)."""
+    return {'allocations': allocations,
             'consumer_generation': current['consumer_generation'],
             'project_id': current['project_id'],
             'user_id': current['user_id']}
+
+
+def _emptied(current):
+    """The body entry taking a victim: no allocations."""
+    return _entry(current, {})
 
 
 def _claim_of(uuid, current):

@@ -63,7 +63,7 @@ class Terminator:
         for."""
         for preemption in preemptions:
             done = [victim for victim in preemption.victims
-                    if self._terminate(victim.uuid)]
+                    if self._terminate(victim.uuid, preemption)]
             try:
                 self._notify(preemption, done, request_info)
             except Exception:
@@ -84,7 +84,7 @@ class Terminator:
             roles=self.auth.get_access(session).role_names,
             is_admin=True, user_auth_plugin=self.auth, overwrite=False)
 
-    def _terminate(self, uuid):
+    def _terminate(self, uuid, preemption):
         try:
             mapping = objects.InstanceMapping.get_by_instance_uuid(
                 nova_context.get_admin_context(), uuid)
@@ -100,8 +100,9 @@ class Terminator:
             LOG.exception('OPIE: could not %s preempted instance %s',
                           self.settings.termination_mode, uuid)
             return False
-        LOG.info('OPIE: preempted instance %s (%s)', uuid,
-                 self.settings.termination_mode)
+        LOG.info('OPIE: preempted instance %s (%s) on %s for %s', uuid,
+                 self.settings.termination_mode, preemption.host,
+                 preemption.instance_uuid or 'the reconciler')
         return True
 
     @staticmethod

@@ -31,10 +31,12 @@ def _job_servers(client):
             if 'opie-job' in s.metadata}
 
 
-def _preempt(alpha, beta, boots=4):
-    """Boot normal mediums as beta until one of the job's servers went."""
+def _preempt(alpha, beta):
+    """Boot normal mediums as beta until one of the job's servers went:
+    at most as many as the cloud holds, since the first ones may find room
+    the job leaves free."""
     before = _job_servers(alpha)
-    for index in range(boots):
+    for index in range(2 * lab.LAB.computes):
         booted = lab.boot(beta, 'beta-%d' % index, 'medium')
         lab.settled(set(booted))
         # The victims' deletion follows the boot closely.
