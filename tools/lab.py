@@ -42,8 +42,11 @@ def opie_lab(*args):
 
 
 def integration_tests(args):
+    """pytest on tests/integration, or on the test paths in ``args``."""
+    paths = [] if any(a.startswith('tests/') for a in args) else [
+        'tests/integration']
     return run([str(VENV / 'bin' / 'python'), '-m', 'pytest', '-p',
-                'no:warnings', 'tests/integration'] + list(args))
+                'no:warnings'] + paths + list(args))
 
 
 def ci(args):

@@ -151,26 +151,37 @@ def wait(lab, procs, ready, timeout=180):
         time.sleep(0.5)
 
 
+def _ancestors():
+    """This process and its ancestors (down's own callers)."""
+    pids, pid = set(), os.getpid()
+    while pid > 1:
+        pids.add(pid)
+        try:
+            with open('/proc/%d/stat' % pid) as f:
+                pid = int(f.read().rsplit(')', 1)[1].split()[1])
+        except OSError:
+            break
+    return pids
+
+
 def leftovers(lab):
     """{pid: command line} of processes still running from the lab's
-    directory or with it on their command line."""
+    directory or with it on their command line, but for this one and its
+    callers."""
     root = str(lab.root)
-    venv = str(lab.root / 'venv')
+    mine = _ancestors()
     found = {}
     for entry in os.listdir('/proc'):
-        if not entry.isdigit() or int(entry) == os.getpid():
+        if not entry.isdigit() or int(entry) in mine:
             continue
         cmdline = _cmdline(int(entry))
+        if cmdline is None:
+            continue
         try:
             cwd = os.readlink('/proc/%s/cwd' % entry)
         except OSError:
             cwd = ''
-        if cmdline is None:
-            continue
         args = cmdline.replace('\0', ' ').strip()
-        # The lab's own tools (opie-lab, pytest) run from its venv.
-        if venv in args.split(' ')[0]:
-            continue
         if root in args or cwd.startswith(root):
             found[int(entry)] = args
     return found
