@@ -8,7 +8,6 @@ AMQP listener, Erlang distribution port and ``epmd`` bound to 127.0.0.1.
 """
 import os
 import pathlib
-import shutil
 import subprocess
 
 from opie.lab import process
@@ -59,12 +58,12 @@ def _mysql_paths(lab):
 
 def start_mariadb(lab):
     datadir, sock = _mysql_paths(lab)
-    user = ['--user=mysql'] if os.geteuid() == 0 else []
+    # As the lab's own user: the mysql account may not even reach the lab
+    # directory (a clone under a private mktemp -d); mariadbd runs as root
+    # only when told so explicitly.
+    user = ['--user=root'] if os.geteuid() == 0 else []
     if not datadir.exists():
         datadir.mkdir(parents=True)
-        if user:
-            shutil.chown(datadir.parent, 'mysql', 'mysql')
-            shutil.chown(datadir, 'mysql', 'mysql')
         done = subprocess.run(
             ['mariadb-install-db', '--no-defaults', '--datadir=%s' % datadir,
              '--auth-root-authentication-method=normal', '--skip-test-db']
