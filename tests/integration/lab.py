@@ -79,10 +79,10 @@ def settled(ids):
             if s.id in ids}
         if any(s.status == 'BUILD' for s in servers.values()):
             return None
-        return servers or {'': None}
-    found = wait_for('servers to build', check)
-    found.pop('', None)
-    return found
+        # In a list: no servers left is an answer too.
+        return [servers]
+    servers, = wait_for('servers to build', check)
+    return servers
 
 
 def boot(client, name, flavor, count=1, **kwargs):
