@@ -71,6 +71,17 @@ def recorded(lab):
     return {name: pid for _, name, pid in sorted(entries)}
 
 
+def _stat(pid):
+    """/proc/PID/stat after the command name: state, ppid, pgrp, ...;
+    None if the process is gone."""
+    try:
+        with open('/proc/%s/stat' % pid) as f:
+            # "pid (comm) state ...": comm may hold spaces and parentheses.
+            return f.read().rsplit(')', 1)[1].split()
+    except OSError:
+        return None
+
+
 def members(groups):
     """PIDs of the live (not zombie) processes of the process groups
     ``groups``: killpg(pgid, 0) also succeeds while only zombies are left,
@@ -79,13 +90,8 @@ def members(groups):
     for entry in os.listdir('/proc'):
         if not entry.isdigit():
             continue
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                # "pid (comm) state ppid pgrp ...": comm may hold spaces.
-                fields = f.read().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != 'Z' and int(fields[2]) in groups:
+        fields = _stat(entry)
+        if fields and fields[0] != 'Z' and int(fields[2]) in groups:
             found.add(int(entry))
     return found
 
@@ -156,11 +162,10 @@ def _ancestors():
     pids, pid = set(), os.getpid()
     while pid > 1:
         pids.add(pid)
-        try:
-            with open('/proc/%d/stat' % pid) as f:
-                pid = int(f.read().rsplit(')', 1)[1].split()[1])
-        except OSError:
+        fields = _stat(pid)
+        if not fields:
             break
+        pid = int(fields[1])
     return pids
 
 

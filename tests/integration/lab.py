@@ -11,7 +11,6 @@ from keystoneauth1 import adapter
 import novaclient
 from novaclient import client as nova_client
 from novaclient import exceptions as nova_exc
-import openstack.config
 
 from opie.lab import bootstrap
 from opie.lab import process
@@ -37,9 +36,7 @@ def require_up():
 
 
 def session(cloud):
-    config = openstack.config.OpenStackConfig(
-        config_files=[str(LAB.clouds_yaml)])
-    return config.get_one(cloud=cloud).get_session()
+    return connect(cloud).session
 
 
 def nova(cloud, version=NOVA_VERSION):

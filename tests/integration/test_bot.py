@@ -15,8 +15,6 @@ import subprocess
 import sys
 import time
 
-import yaml
-
 from opie.bot.democloud import demo
 from tests.integration import lab
 
@@ -55,9 +53,7 @@ def test_preempted_job_still_meets_its_deadline(tmp_path):
     flavors = document['flavors']
     flavors['large']['limits']['preemptible'] = lab.LAB.computes
     flavors['medium']['limits']['normal'] = 2 * lab.LAB.computes
-    job = os.path.join(workdir, 'job.yaml')
-    with open(job, 'w') as f:
-        yaml.safe_dump(document, f, sort_keys=False)
+    job = demo.dump_job(os.path.join(workdir, 'job.yaml'), document)
     with open(os.path.join(workdir, 'client.out'), 'wb') as out:
         client = subprocess.Popen(
             demo.client_command(lab.IMAGE, job, workdir, SPEED,

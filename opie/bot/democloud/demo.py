@@ -48,8 +48,13 @@ def job_document(python, tasks=16, runtime_s=300, deadline_s=1500):
 
 
 def write_job(path, python, **kwargs):
+    return dump_job(path, job_document(python, **kwargs))
+
+
+def dump_job(path, document):
+    """Write a job document as the job file ``path``."""
     with open(path, 'w', encoding='utf-8') as f:
-        yaml.safe_dump(job_document(python, **kwargs), f, sort_keys=False)
+        yaml.safe_dump(document, f, sort_keys=False)
     return path
 
 
