@@ -14,6 +14,10 @@ STANDARD = res.Resources('VCPU', 'MEMORY_MB', 'DISK_GB')
 CUSTOM = res.Resources('CUSTOM_PREEMPTIBLE_VCPU',
                        'CUSTOM_PREEMPTIBLE_MEMORY_MB',
                        'CUSTOM_PREEMPTIBLE_DISK_GB')
+# One unit on every compute node, held by the host's token consumer: every
+# write the scheduler plugin makes on a host rewrites that token at the
+# generation it read, so two decisions on one host cannot both commit.
+HOST_TOKEN = 'CUSTOM_OPIE_HOST'
 # The values the scheduler plugin reads as "preemptible"; anything else but
 # the FALSE ones is a typo the audit reports.
 TRUE_VALUES = ('true', '1', 'yes')
