@@ -59,6 +59,7 @@ def build(total, ratios, reserved):
                                   'reserved': int(held),
                                   'max_unit': int(amount),
                                   'allocation_ratio': float(ratio)}})
+    additional.append({rc.HOST_TOKEN: {'total': 1, 'max_unit': 1}})  # TEMP
     return {'meta': {'schema_version': SCHEMA_VERSION},
             'providers': [{'identification': {'uuid': COMPUTE_NODE},
                            'inventories': {'additional': additional}}]}

@@ -1,63 +1,67 @@
-"""Claim a victim: take its Placement allocations, race-free.
+"""Write a decision on a host to Placement: one atomic compare-and-swap.
 
-Several scheduler workers (or the reconciler) may pick the same preemptible
-instance at once. A claim has two writes (``POST /allocations`` at
-microversion 1.28, each with the consumer generation read or made):
+Everything OPIE decides on a host is written in one ``POST
+/allocations`` that also rewrites the host's token (:mod:`.token`) at the
+generation the decision was made on:
 
-1. **own**: rewrite the victim's allocations unchanged at the generation
-   read. Placement bumps the generation and answers 409 to every other
-   writer of the old one, so exactly one worker makes generation g+1.
-2. **empty**: write ``allocations: {}`` at g+1. Only the owner knows g+1;
-   any other writer of it is an *own* write, and whichever commits second
-   gets 409. From then on the victim's room is free for every worker (its
-   usage has left the provider summaries) and it is never claimed again.
+* an instance's claim: the instance's allocations (merged with its source
+  allocations for a move, as Nova's report client does), plus each victim
+  with ``allocations: {}`` at the consumer generation read for it;
+* a repair of the reconciler: victims emptied;
+* victims given back when a request fails: their allocations, as new
+  consumers (:func:`restore`).
 
-Why not empty at once, as Nova's ``move_allocations`` swaps? Two emptying
-writes of the same generation can *both* succeed: Placement checks the
-generation only of consumers whose allocations it still reads inside the
-transaction, and a racer that read the consumer before the first commit
-but its (gone) allocations after it skips the check. Two workers then own
-one victim. The OPIE lab's concurrent boots hit this (two scheduler
-workers, MariaDB); the in-process tests, one writer at a time, cannot.
+What holds, and why:
 
-One more trap: emptying the allocations deletes the Placement consumer,
-and a later write with a null generation would succeed. So a worker that
-*reads* empty allocations treats the victim as already taken and never
-posts.
+* **One decision per host generation.** Placement increments the token's
+  generation with a conditional update inside the write's transaction; of
+  two writes at one generation, one commits and the other gets 409 with
+  nothing written. A victim is therefore taken by exactly one writer: two
+  writers choosing it read the same host, and only one commits. (A
+  victim's own consumer generation does not give this: Placement checks
+  it before reading the victim's allocations, and a victim emptied in
+  between is skipped, so two emptying writes of one victim can both
+  succeed. The token always holds its unit, so its check always runs.)
+* **No decision on stale usage.** The generation a writer sends was known
+  before it read the usage it decided on; any OPIE write in between moved
+  the token, so the decision does not commit.
+* **A victim changed by its owner is not taken.** The victim's consumer
+  generation is in the write: deleted, resized or moved since it was read,
+  the write gets 409 and the host is read again.
 
-Placement writes are what a claim costs, so the scheduler first tries to
-write a new instance's allocations and take all its victims in the same
-``POST /allocations`` (:func:`claim_together`). It is atomic: if Placement
-refuses it (a victim taken, the room gone), nothing is written and the
-scheduler claims the instance as Nova does and then its victims one by
-one, with the race handling above.
+A write refused with 409 (token or victim moved, or Placement out of room)
+writes nothing; the writer reads the host again and decides again.
 
-The victim must be deleted or shelved soon after the claim: until it is
-gone, ``nova-manage placement heal_allocations`` would give its allocations
-back. The scheduler terminates it in the background, once the request is
-placed; a victim left running without allocations (its scheduler died) is
-terminated by the reconciler. A request that fails gives the allocations
-back itself (:func:`release`).
+The victim must be deleted or shelved soon after the write: until it is
+gone, ``nova-manage placement heal_allocations`` would give its
+allocations back. The scheduler terminates it in the background, once the
+request is placed; a victim left running without allocations (its
+scheduler died) is terminated by the reconciler.
 """
 import dataclasses
 
 from oslo_log import log as logging
 
+from opie.nova import token
+
 LOG = logging.getLogger(__name__)
+# Consumer generations in writes (1.28); mappings in allocation requests
+# from 1.34 are accepted by the POST of the same version.
 VERSION = '1.28'
 
 
 class ClaimError(Exception):
-    """Placement answered a claim, a release or a read unexpectedly."""
+    """Placement answered a write or a read unexpectedly."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """A victim this worker owns, with what it held (to give it back)."""
+    """A victim as read before a write takes it (and to give it back)."""
     uuid: str
     allocations: dict
     project_id: str
     user_id: str
+    generation: int
 
 
 def read(client, context, url, version='1.9'):
@@ -70,121 +74,55 @@ def read(client, context, url, version='1.9'):
     return resp.json()
 
 
-def claim(client, context, uuid):
-    """Take the victim ``uuid``: a :class:`Claim`, or None if it is taken.
+def read_token(client, context, provider_uuid):
+    """The host token's generation now (:data:`token.ABSENT` if none)."""
+    return token.parse(read(client, context, '/allocations/%s'
+                            % token.consumer(provider_uuid), VERSION))
 
-    ``client`` is Nova's SchedulerReportClient.
-    """
-    owned = _own(client, context, uuid)
-    if owned is None or not _post(client, context, uuid,
-                                  {uuid: _emptied(owned)}, VERSION):
+
+def read_victim(client, context, uuid):
+    """Victim ``uuid`` as Placement holds it: a :class:`Claim`, or None
+    if it holds nothing (taken, or deleted by its owner)."""
+    current = read(client, context, '/allocations/%s' % uuid, VERSION)
+    if not current.get('allocations'):
+        LOG.info('OPIE: victim %s holds no allocations', uuid)
         return None
-    return _claim_of(uuid, owned)
+    return Claim(uuid,
+                 {rp: {'resources': alloc['resources']}
+                  for rp, alloc in current['allocations'].items()},
+                 current['project_id'], current['user_id'],
+                 current['consumer_generation'])
 
 
-def _own(client, context, uuid):
-    """Step 1: what victim ``uuid`` holds, at the generation this worker
-    alone made; None if it is taken or another worker owns it."""
-    current = _held(client, context, uuid)
-    if current is None:
-        return None
-    unchanged = _entry(current, _claim_of(uuid, current).allocations)
-    if not _post(client, context, uuid, {uuid: unchanged}, VERSION):
-        return None
-    # One write, one increment (Placement's consumer generation).
-    return dict(current,
-                consumer_generation=current['consumer_generation'] + 1)
+def emptied(victim):
+    """A victim's part of a write that takes it."""
+    return {'allocations': {}, 'consumer_generation': victim.generation,
+            'project_id': victim.project_id, 'user_id': victim.user_id}
 
 
-def _post(client, context, uuid, body, version):
-    """POST /allocations: True on success, False (logged) on a conflict
-    over victim ``uuid``."""
+def restored(victim):
+    """A taken victim's part of a write that gives its allocations back
+    (emptying deleted its consumer: it is new again)."""
+    return {'allocations': victim.allocations, 'consumer_generation': None,
+            'project_id': victim.project_id, 'user_id': victim.user_id}
+
+
+def write(client, context, provider_uuid, generation, consumers,
+          version=VERSION):
+    """One ``POST /allocations`` of ``consumers`` (uuid -> body entry)
+    with the host token at ``generation``: the token's new generation, or
+    None when Placement refused (409: another writer, an owner's change,
+    or no room); nothing is written then."""
+    body = dict(consumers)
+    body[token.consumer(provider_uuid)] = token.entry(provider_uuid,
+                                                      generation)
     resp = client.post('/allocations', body, version=version,
                        global_request_id=context.global_id)
     if resp.status_code == 409:
-        LOG.info('OPIE: victim %s was claimed by another worker', uuid)
-        return False
-    if resp.status_code != 204:
-        raise ClaimError('claim of %s: %s %s' % (uuid, resp.status_code,
-                                                 resp.text))
-    return True
-
-
-def claim_together(client, context, instance_uuid, allocation, version,
-                   victims):
-    """Write a new instance's allocations and take its ``victims`` (uuids)
-    in one atomic ``POST /allocations``.
-
-    ``allocation`` is the instance's entry of the body (allocations,
-    project and user, maybe mappings; ``version`` is at least 1.28). The
-    victims' :class:`Claim` list, or None when nothing was written: a
-    victim is taken, or Placement refused (another writer, no room left,
-    or the instance holds allocations already, as in a move: from 1.28 a
-    null consumer generation means "a new consumer", so Placement answers
-    409 rather than this function asking first).
-    """
-    body = {instance_uuid: dict(allocation, consumer_generation=None)}
-    held = {}
-    for uuid in victims:
-        # Owning first leaves the allocations as they were: if the write
-        # below is refused, there is nothing to give back.
-        held[uuid] = _own(client, context, uuid)
-        if held[uuid] is None:
-            return None
-        body[uuid] = _emptied(held[uuid])
-    resp = client.post('/allocations', body, version=version,
-                       global_request_id=context.global_id)
-    if resp.status_code != 204:
-        LOG.info('OPIE: Placement refused instance %s with its victims %s '
-                 '(%s %s)', instance_uuid, victims, resp.status_code,
-                 resp.text)
+        LOG.info('OPIE: write on provider %s refused, host read again: %s',
+                 provider_uuid, resp.text)
         return None
-    return [_claim_of(uuid, held[uuid]) for uuid in victims]
-
-
-def _held(client, context, uuid):
-    """What victim ``uuid`` holds in Placement, or None if taken."""
-    current = read(client, context, '/allocations/%s' % uuid, VERSION)
-    if not current.get('allocations'):
-        LOG.info('OPIE: victim %s holds no allocations: taken already',
-                 uuid)
-        return None
-    return current
-
-
-def _entry(current, allocations):
-    """A victim's body entry: ``allocations`` at the generation of
-    ``current`` (what it holds, as read or owned)."""
-    return {'allocations': allocations,
-            'consumer_generation': current['consumer_generation'],
-            'project_id': current['project_id'],
-            'user_id': current['user_id']}
-
-
-def _emptied(current):
-    """The body entry taking a victim: no allocations."""
-    return _entry(current, {})
-
-
-def _claim_of(uuid, current):
-    allocations = {rp: {'resources': alloc['resources']}
-                   for rp, alloc in current['allocations'].items()}
-    return Claim(uuid, allocations, current['project_id'],
-                 current['user_id'])
-
-
-def release(client, context, claimed):
-    """Give a claimed victim its allocations back; False if Placement
-    refuses (the error is logged: heal_allocations can repair it)."""
-    body = {claimed.uuid: {'allocations': claimed.allocations,
-                           'consumer_generation': None,
-                           'project_id': claimed.project_id,
-                           'user_id': claimed.user_id}}
-    resp = client.post('/allocations', body, version=VERSION,
-                       global_request_id=context.global_id)
-    if resp.status_code == 204:
-        return True
-    LOG.error('OPIE: could not give victim %s its allocations back (%s %s);'
-              ' unaccounted, it will be terminated by the reconciler',
-              claimed.uuid, resp.status_code, resp.text)
-    return False
+    if resp.status_code != 204:
+        raise ClaimError('POST /allocations on provider %s: %s %s'
+                         % (provider_uuid, resp.status_code, resp.text))
+    return token.after_write(generation)

@@ -25,6 +25,10 @@ DELETE = 'delete'
 SHELVE = 'shelve'
 MOVE_OPERATIONS = ('resize', 'migrate', 'live-migrate', 'evacuate',
                    'unshelve')
+# The conductor checks a live migration's destination after the scheduler
+# has chosen it, and may reject it when its victims are already gone.
+NEVER_PREEMPT_ON = frozenset(['live-migrate'])
+RESTORE_SERVICE = ['evacuate', 'unshelve']
 
 opie_group = cfg.OptGroup(
     GROUP_NAME,
@@ -84,13 +88,19 @@ is filtered out.
 """),
     cfg.ListOpt(
         'preempt_on_move',
-        default=[],
+        default=RESTORE_SERVICE,
         item_type=types.String(choices=MOVE_OPERATIONS),
         help="""
 Move operations that may terminate preemptible instances on their
 destination, from: %s. New servers always may; a rebuild never does.
 Operations not listed only go to hosts with enough free room, counting
 preemptible instances.
+
+The default, evacuate and unshelve, lets a normal server come back into
+service on a cloud full of preemptible instances. resize and migrate may be
+added: their victims are lost if the destination compute then fails the
+move. live-migrate is refused: the conductor checks its destination only
+after the scheduler has chosen it (and its victims).
 """ % ', '.join(MOVE_OPERATIONS)),
     cfg.StrOpt(
         'termination_mode',
@@ -240,6 +250,12 @@ def load_settings(conf):
     except ValueError as exc:
         raise ConfigError('[opie] costs = %s: %s' % (spec, exc)) from None
     settings = Settings(cost_model=cost_model, **settings)
+    refused = settings.preempt_on_move & NEVER_PREEMPT_ON
+    if refused:
+        raise ConfigError('[opie] preempt_on_move: %s cannot preempt: the '
+                          'conductor checks its destination after the '
+                          'scheduler chose it and its victims'
+                          % ', '.join(sorted(refused)))
     if settings.termination_mode == SHELVE and not settings.preempted_tag:
         raise ConfigError('[opie] preempted_tag must not be empty in shelve '
                           'mode')

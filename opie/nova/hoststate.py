@@ -25,6 +25,7 @@ allocations are read (one request) and such instances are left out.
 import collections
 import dataclasses
 
+from nova.compute import task_states
 from nova.compute import vm_states
 from nova import context as nova_context
 from nova import objects
@@ -36,9 +37,23 @@ from opie.core import resources as res
 from opie.core import scheduling
 from opie.nova import claim
 
-# Deleting, shelving or moving an instance needs one of these states.
-PREEMPTABLE_VM_STATES = frozenset([vm_states.ACTIVE, vm_states.STOPPED,
-                                   vm_states.PAUSED, vm_states.SUSPENDED])
+# A preemptible instance is a victim whatever its owner does to it (lock,
+# rescue, resize, stop, suspend, soft delete): only what an operator does
+# protects it. Instances already leaving their host still hold its room
+# until they are gone, but are not victims.
+LEAVING_TASK_STATES = frozenset([task_states.DELETING,
+                                 task_states.SHELVING_OFFLOADING])
+LEAVING_VM_STATES = frozenset([vm_states.DELETED,
+                               vm_states.SHELVED_OFFLOADED])
+
+
+def is_eligible(instance):
+    """May ``instance`` be chosen as a victim? Not if an admin locked it
+    (``locked_by`` is ``admin``), nor if it is already leaving."""
+    if instance.locked and instance.locked_by == 'admin':
+        return False
+    return (instance.task_state not in LEAVING_TASK_STATES
+            and instance.vm_state not in LEAVING_VM_STATES)
 
 
 def is_preemptible(flavor):
@@ -62,15 +77,45 @@ def flavor_resources(flavor, is_bfv=False):
     key = _flavor_key(flavor, is_bfv)
     found = _RESOURCES_CACHE.get(key)
     if found is None:
-        amounts = scheduler_utils.resources_from_flavor_and_bfv(
-            flavor, is_bfv)
-        found = res.Resources(*(amounts.get(std, 0) + amounts.get(custom, 0)
-                                for std, custom in zip(preemptible.STANDARD,
-                                                       preemptible.CUSTOM)))
+        found = summed(scheduler_utils.resources_from_flavor_and_bfv(
+            flavor, is_bfv))
         if len(_RESOURCES_CACHE) >= _CACHE_LIMIT:
             _RESOURCES_CACHE.clear()
         _RESOURCES_CACHE[key] = found
     return found
+
+
+def summed(amounts):
+    """Resources from Placement ``amounts`` (class -> amount), standard
+    and custom classes summed: h_f's view."""
+    return res.Resources(*(amounts.get(std, 0) + amounts.get(custom, 0)
+                           for std, custom in zip(preemptible.STANDARD,
+                                                  preemptible.CUSTOM)))
+
+
+def holds(claimed, record, resources):
+    """Does a victim's allocation (a :class:`.claim.Claim`) hold at
+    least ``resources`` on ``record``'s compute node? Only then does
+    emptying it free them there (a victim being resized holds its room
+    elsewhere)."""
+    held = claimed.allocations.get(record.uuid, {}).get('resources', {})
+    return summed(held).covers(resources)
+
+
+def any_fits(summaries, amounts):
+    """Does a request of Placement ``amounts`` fit h_f on any compute
+    node of the provider ``summaries``?"""
+    need = summed(amounts)
+    for summary in summaries.values():
+        resources = summary.get('resources', {})
+        if not all(rc in resources for rc in preemptible.STANDARD):
+            continue
+        capacity = res.Resources(*(resources[rc]['capacity']
+                                   for rc in preemptible.STANDARD))
+        used = summed({rc: r['used'] for rc, r in resources.items()})
+        if (capacity - used).covers(need):
+            return True
+    return False
 
 
 def request_of(spec_obj):
@@ -82,14 +127,15 @@ def request_of(spec_obj):
 
 def core_instance(instance):
     """A Nova Instance (flavor loaded) as a core Instance."""
-    eligible = (instance.task_state is None and not instance.locked
-                and instance.vm_state in PREEMPTABLE_VM_STATES)
     return core_host.Instance(
         uuid=instance.uuid,
         resources=flavor_resources(instance.flavor),
         preemptible=is_preemptible(instance.flavor),
         launched_at=instance.launched_at or instance.created_at,
-        eligible=eligible)
+        eligible=is_eligible(instance))
+
+
+UNKNOWN = object()
 
 
 @dataclasses.dataclass
@@ -109,6 +155,12 @@ class HostRecord:
     normal_used: res.Resources
     preemptible_used: res.Resources = res.ZERO
     preemptibles: list | None = None
+    # The host token's generation this record's usage is current to
+    # (:mod:`.token`); UNKNOWN until known, and after a refused write.
+    generation: object = UNKNOWN
+    # Has the compute node the token's inventory? None where no summary
+    # tells (a rebuild, which writes nothing).
+    token_inventory: bool | None = None
 
     def core_host(self):
         """The core Host; unknown preemptibles count as used room."""
@@ -150,7 +202,8 @@ def record_from_summary(host_state, summary):
         nodename=host_state.nodename, cell_uuid=host_state.cell_uuid,
         capacity=res.Resources(*(resources[rc]['capacity']
                                  for rc in preemptible.STANDARD)),
-        normal_used=res.ZERO)
+        normal_used=res.ZERO,
+        token_inventory=preemptible.HOST_TOKEN in resources)
     record.apply_usage({rc: r['used'] for rc, r in resources.items()})
     return record
 
@@ -167,7 +220,11 @@ def record_from_placement(client, context, host_state):
     record = HostRecord(
         uuid=host_state.uuid, host=host_state.host,
         nodename=host_state.nodename, cell_uuid=host_state.cell_uuid,
-        capacity=capacity, normal_used=res.ZERO)
+        capacity=capacity, normal_used=res.ZERO,
+        token_inventory=preemptible.HOST_TOKEN in inventories)
+    # Token first, usage second: the usage is at least as new as the
+    # generation a write will carry.
+    record.generation = claim.read_token(client, context, record.uuid)
     record.apply_usage(read_usages(client, context, record.uuid))
     return record
 

@@ -6,58 +6,73 @@ call runs Nova's own filter/weigh/claim loop with a :class:`~.plan.Plan`
 made current, so OPIE's filter and weighers see h_f and the victims each
 host would lose. Then, phase by phase:
 
-* **select victims**: when Nova has claimed a host for an instance (its
-  standard resources, i.e. h_n) and the instance does not fit h_f there,
-  the cheapest sufficient victim set on that host is chosen, as the host's
-  weight promised;
-* **claim**: each victim's allocations are taken with a consumer-generation
-  swap (:mod:`.claim`). A new server's victims are taken in the same
-  Placement write as Nova's claim of the server itself, when Placement
-  accepts that write; otherwise Nova claims the server and the victims are
-  taken one by one. A victim another worker took is dropped, the host's
-  usage is read again and the choice is made anew; when the host can no
-  longer make room the request fails;
+* **snapshot**: before Placement's allocation candidates are fetched, the
+  host token generations this process knows are copied (:mod:`.token`):
+  each is at most as new as the usage the request will decide on;
+* **filter and score**: hosts where the request fits h_f, or where the
+  cheapest sufficient victim set covers the shortfall, ranked by what
+  would be terminated;
+* **reserve**: as Nova claims the best host for each instance, OPIE makes
+  that claim one compare-and-swap on the host (:mod:`.claim`): the
+  instance's allocations, its victims emptied, and the host token at the
+  generation the decision was made on. A refused write means another
+  writer changed the host: it is read again (token, then usage and
+  preemptibles), the choice is made anew and written again; when the host
+  can no longer make room, Nova goes on to the next host, and the request
+  fails only when no host could;
 * **terminate**: only once every instance of the request is placed, and
   in the background (:mod:`.terminate`): the claims have already freed the
   room, so the selections go back to the conductor at once. A request that
-  fails gives every claimed victim its allocations back, terminates
-  nothing, and its ``NoValidHost`` says why.
+  fails gives every victim its allocations back where they still fit
+  (:meth:`OpieSchedulerManager._give_back`), terminates nothing else, and
+  its ``NoValidHost`` says why.
 
-Rebuilds never preempt; moves may if ``[opie] preempt_on_move`` lists them.
-Alternates of a normal request are hosts that fit without preemption, as
-the cell conductor uses them without asking the scheduler again.
+Placement's answer may be cut at ``[scheduler] max_placement_results``;
+when none of the hosts it returned fits h_f, the candidates are fetched
+again without the limit, so that no host is preempted (or no preemptible
+request refused) while a host Placement did not return is free.
 
-Two periodic tasks: the heartbeat (:mod:`.heartbeat`) and, on one
-scheduler host, the reconciler (:mod:`.reconciler`).
+Rebuilds never preempt; moves may if ``[opie] preempt_on_move`` lists them
+(evacuate and unshelve by default). OPIE offers the cell conductor no
+alternate hosts: it would claim them through Nova's report client, without
+the host token, and could overcommit h_f.
+
+Two periodic tasks: the heartbeat (:mod:`.heartbeat`) and the reconciler
+(:mod:`.reconciler`), run by whichever scheduler process holds the
+reconciler's lease (:mod:`.lease`).
 """
+import contextvars
 import copy
 
 from oslo_log import log as logging
 from oslo_service import periodic_task
 from oslo_utils import timeutils
-from oslo_utils import versionutils
 
 import nova.conf
+from nova import context as nova_context
 from nova import exception
 from nova import objects
+from nova.scheduler.client import report
 from nova.scheduler import manager
 
 from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import heartbeat
 from opie.nova import hoststate
+from opie.nova import lease
 from opie.nova import operations
 from opie.nova import plan as plan_mod
 from opie.nova import reconciler
 from opie.nova import terminate
+from opie.nova import token
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
-
-
-class RoomLost(Exception):
-    """Victims on the chosen host went to other workers; the instance no
-    longer fits there."""
+# Writes tried on one host before Nova moves on to the next: each refusal
+# means another writer changed the host, so a busy host is left to them.
+WRITE_ATTEMPTS = 5
+# The token generations known when this request began (a copy).
+_GENERATIONS = contextvars.ContextVar('opie_generations', default=None)
 
 
 class OpieSchedulerManager(manager.SchedulerManager):
@@ -66,15 +81,28 @@ class OpieSchedulerManager(manager.SchedulerManager):
         self.settings = opie_conf.load_settings(CONF)
         self.terminator = terminate.Terminator(
             self.settings, opie_conf.load_service_auth(CONF))
+        self.tokens = token.Generations()
         super().__init__(*args, **kwargs)
         self.reconciler = reconciler.Reconciler(
             self.settings, self.host_manager, self.placement_client,
             self.terminator, CONF.opie.reconcile_grace_period,
             CONF.opie.claimed_grace_period)
+        self.lease = lease.Lease(self.placement_client, lease.holder(
+            CONF.host), 3 * CONF.opie.reconcile_interval)
 
     @property
     def placement_client(self):
-        return ClaimingClient(super().placement_client)
+        return ClaimingClient(super().placement_client, self.tokens)
+
+    # snapshot ------------------------------------------------------------
+    def select_destinations(self, *args, **kwargs):
+        # Before Nova reads the candidates: a generation copied now is never
+        # newer than the usage the request decides on.
+        reset = _GENERATIONS.set(self.tokens.snapshot())
+        try:
+            return super().select_destinations(*args, **kwargs)
+        finally:
+            _GENERATIONS.reset(reset)
 
     # filter and score: a plan the filter and weighers read ---------------
     def _schedule(self, context, spec_obj, instance_uuids,
@@ -87,9 +115,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 elevated, self.host_manager.cells, self.placement_client),
             may_preempt=lambda: operations.may_preempt(
                 elevated, spec_obj, self.settings.preempt_on_move),
-            now=timeutils.utcnow())
-        claims_placement = (instance_uuids is not None
-                            and alloc_reqs_by_rp_uuid is not None)
+            now=timeutils.utcnow(), generations=_GENERATIONS.get())
         with plan_mod.activated(plan):
             try:
                 selections = super()._schedule(
@@ -97,17 +123,14 @@ class OpieSchedulerManager(manager.SchedulerManager):
                     alloc_reqs_by_rp_uuid, provider_summaries,
                     allocation_request_version, return_alternates)
             except exception.NoValidHost as exc:
-                # Nova has removed the instances' allocations already.
-                self._release_victims(elevated, plan)
+                # Nova has removed the new instances' allocations already.
+                self._give_back(elevated, plan)
                 raise exception.NoValidHost(
                     reason=_join(exc.kwargs.get('reason'), plan.reason(),
                                  plan.claims))
-            except RoomLost as exc:
-                self._abandon(elevated, plan, claims_placement)
-                raise exception.NoValidHost(
-                    reason=_join(str(exc), plan.reason(), plan.claims))
             except Exception:
-                self._abandon(elevated, plan, claims_placement)
+                self._cleanup_allocations(elevated, plan.placed)
+                self._give_back(elevated, plan)
                 raise
         if plan.preemptions:
             self.terminator.terminate_later(plan.preemptions,
@@ -128,73 +151,35 @@ class OpieSchedulerManager(manager.SchedulerManager):
 
     def _get_alternate_hosts(self, selected_hosts, spec_obj, hosts, index,
                              num_alts, *args, **kwargs):
-        # Alternates are built on without the scheduler: they must not need
-        # a preemption.
-        plan = plan_mod.current()
-        hosts = [host for host in hosts if plan.fits(host)]
+        # The conductor claims alternates without the host token.
         return super()._get_alternate_hosts(
-            selected_hosts, spec_obj, hosts, index, num_alts,
-            *args, **kwargs)
+            selected_hosts, spec_obj, hosts, index, 0, *args, **kwargs)
 
-    # select victims and claim, as each instance gets its host ------------
     def _consume_selected_host(self, selected_host, spec_obj,
                                instance_uuid=None):
         super()._consume_selected_host(selected_host, spec_obj,
                                        instance_uuid=instance_uuid)
         plan = plan_mod.current()
         record = plan.record(selected_host)
-        if record is None:
-            return
-        # Placement holds this instance's claim: a failure must remove it.
-        plan.placed.append(instance_uuid)
-        option = plan.option(selected_host)
-        if option is not None and not option.fits:
-            self._make_room(plan, record, selected_host, instance_uuid)
-        plan.place(record)
+        if record is not None:
+            plan.place(record)
 
-    def _make_room(self, plan, record, host_state, instance_uuid):
-        """Claim victims on the host until the instance fits h_f there."""
-        taken, cost = [], 0.0
-        while True:
-            option = plan.option(host_state)
-            if option is None:
-                raise RoomLost(
-                    'OPIE: preemptible instances chosen on the selected '
-                    'host were taken by a concurrent request.')
-            if option.fits:
-                break
-            claimed = self._claim(plan, record, option.victims)
-            taken.extend(claimed)
-            if len(claimed) == len(option.victims):
-                cost += option.cost
-                break
-            cost += sum(plan.cost_of(record, v) for v in claimed)
-        if taken:
-            plan.preempted(record, instance_uuid, taken, cost)
-
-    def _claim(self, plan, record, victims):
-        """Claim ``victims`` in turn, up to the first one that is lost."""
-        claimed = []
-        for victim in victims:
-            taken = claim.claim(self.placement_client, plan.context,
-                                victim.uuid)
-            if taken is None:
-                plan.lose(record, victim, hoststate.read_usages(
-                    self.placement_client, plan.context, record.uuid))
-                break
-            plan.take(record, victim, taken)
-            claimed.append(victim)
-        return claimed
-
-    # failure: give everything back ---------------------------------------
-    def _abandon(self, context, plan, claims_placement):
-        if claims_placement:
-            self._cleanup_allocations(context, plan.placed)
-        self._release_victims(context, plan)
-
-    def _release_victims(self, context, plan):
-        for _, victim, claimed in plan.claims:
-            claim.release(self.placement_client, context, claimed)
+    # failure: give back what still fits ----------------------------------
+    def _give_back(self, context, plan):
+        by_host = {}
+        for record, victim, claimed in plan.claims:
+            by_host.setdefault(record.uuid, (record, []))[1].append(
+                (victim, claimed))
+        for record, taken in by_host.values():
+            lost = _give_back_on_host(self.placement_client, context,
+                                      record, taken)
+            if lost:
+                # Their room went to other requests: they cannot come back
+                # without overcommitting the host.
+                self.terminator.terminate(
+                    [plan_mod.Preemption(record.host, record.nodename,
+                                         tuple(lost), 0.0)],
+                    {'reason': 'room-taken'})
 
     def init_host(self, service_ref):
         super().init_host(service_ref)
@@ -217,66 +202,153 @@ class OpieSchedulerManager(manager.SchedulerManager):
     @periodic_task.periodic_task(spacing=CONF.opie.reconcile_interval,
                                  enabled=CONF.opie.reconcile_interval > 0)
     def _opie_reconcile(self, context):
-        if self._is_leader(context):
+        context = context or nova_context.get_admin_context()
+        if self.lease.acquire(context):
             self.reconciler.run(context)
 
-    def _is_leader(self, context):
-        """The first scheduler host (by name) that is up reconciles."""
-        services = objects.ServiceList.get_by_binary(context,
-                                                     'nova-scheduler')
-        up = sorted(s.host for s in services
-                    if self.servicegroup_api.service_is_up(s))
-        return bool(up) and up[0] == self.host
+
+def _give_back_on_host(client, context, record, taken):
+    """Give ``taken`` ((victim, Claim) pairs on ``record``) their
+    allocations back where h_f still has room for them; the victims whose
+    room is gone."""
+    for _ in range(WRITE_ATTEMPTS):
+        generation = claim.read_token(client, context, record.uuid)
+        record.apply_usage(hoststate.read_usages(client, context,
+                                                 record.uuid))
+        free = record.capacity - record.normal_used - record.preemptible_used
+        back, lost = [], []
+        for victim, claimed in taken:
+            if free.covers(victim.resources):
+                free -= victim.resources
+                back.append((victim, claimed))
+            else:
+                lost.append(victim)
+        if not back or claim.write(
+                client, context, record.uuid, generation,
+                {c.uuid: claim.restored(c) for _, c in back}) is not None:
+            _forget_deleted(client, context, record,
+                            [c.uuid for _, c in back])
+            return lost
+    LOG.error('OPIE: could not give victims %s back on host %s: the host '
+              'kept changing; the reconciler terminates them',
+              [c.uuid for _, c in taken], record.host)
+    return []
+
+
+def _forget_deleted(client, context, record, uuids):
+    """An owner may delete a victim while it is taken: allocations given
+    back to a deleted instance would never be freed."""
+    if not uuids:
+        return
+    cell = objects.CellMapping.get_by_uuid(context, record.cell_uuid)
+    with nova_context.target_cell(context, cell) as cctxt:
+        found = objects.InstanceList.get_by_filters(
+            cctxt.elevated(read_deleted='yes'), {'uuid': uuids})
+    for instance in found:
+        if instance.deleted:
+            client.delete_allocation_for_instance(context, instance.uuid,
+                                                  force=True)
 
 
 class ClaimingClient:
     """Nova's report client, as ``_schedule`` claims each instance through
-    it: where the instance needs victims, they are taken in the same
-    Placement write."""
+    it: each claim is one compare-and-swap on the host (:mod:`.claim`)."""
 
-    def __init__(self, client):
+    def __init__(self, client, tokens):
         self._client = client
+        self._tokens = tokens
 
     def __getattr__(self, name):
         return getattr(self._client, name)
+
+    def get_allocation_candidates(self, context, resources):
+        found = self._client.get_allocation_candidates(context, resources)
+        limit = resources._limit
+        if (found is None or limit is None or len(found[0]) < limit
+                or hoststate.any_fits(found[1],
+                                      resources.merged_resources())):
+            return found
+        LOG.info('OPIE: Placement returned %d candidates, the limit, and '
+                 'none fits with every instance counted; asking for all',
+                 limit)
+        resources._limit = None
+        return self._client.get_allocation_candidates(context, resources)
 
     def claim_resources(self, context, consumer_uuid, alloc_request,
                         project_id, user_id, allocation_request_version,
                         consumer_generation=None):
         plan = plan_mod.current()
-        if (plan is not None and consumer_generation is None
-                and versionutils.convert_version_to_tuple(
-                    allocation_request_version)
-                >= versionutils.convert_version_to_tuple(claim.VERSION)
-                and self._claim_with_victims(
-                    plan, context, consumer_uuid, alloc_request,
-                    dict(project_id=project_id, user_id=user_id),
-                    allocation_request_version)):
+        record = plan and plan.record_of(alloc_request['allocations'])
+        if record is None:
+            return self._client.claim_resources(
+                context, consumer_uuid, alloc_request, project_id, user_id,
+                allocation_request_version,
+                consumer_generation=consumer_generation)
+        instance = self._instance_entry(
+            context, consumer_uuid, alloc_request, consumer_generation,
+            dict(project_id=project_id, user_id=user_id))
+        for _ in range(WRITE_ATTEMPTS):
+            if record.generation is hoststate.UNKNOWN:
+                self._read_host(plan, context, record)
+            option = plan.option(record)
+            if option is None:
+                return False
+            victims = () if option.fits else option.victims
+            claims = self._read_victims(plan, context, record, victims)
+            if claims is None:
+                continue
+            consumers = {c.uuid: claim.emptied(c) for c in claims}
+            consumers[consumer_uuid] = instance
+            generation = claim.write(self._client, context, record.uuid,
+                                     record.generation, consumers,
+                                     allocation_request_version)
+            if generation is None:
+                self._tokens.forget(record.uuid)
+                plan.stale(record)
+                continue
+            self._tokens.learn(record.uuid, generation)
+            if instance['consumer_generation'] is None:
+                # A new consumer: a failure must remove it.
+                plan.placed.append(consumer_uuid)
+            plan.committed(record, generation, consumer_uuid, victims,
+                           claims, option.cost)
             return True
-        return self._client.claim_resources(
-            context, consumer_uuid, alloc_request, project_id, user_id,
-            allocation_request_version,
-            consumer_generation=consumer_generation)
+        LOG.info('OPIE: host %s changed under %d writes in a row; trying '
+                 'the next host', record.host, WRITE_ATTEMPTS)
+        return False
 
-    def _claim_with_victims(self, plan, context, instance_uuid,
-                            alloc_request, owner, version):
-        """True if the instance and its victims are claimed; False if it
-        needs none, or Placement refused (nothing written)."""
-        record = next((plan.records[rp] for rp in alloc_request['allocations']
-                       if rp in plan.records), None)
-        option = record and plan.option(record)
-        if not option or option.fits:
-            return False
-        allocation = dict(copy.deepcopy(alloc_request), **owner)
-        claims = claim.claim_together(
-            self._client, context, instance_uuid, allocation, version,
-            [victim.uuid for victim in option.victims])
-        if claims is None:
-            return False
-        for victim, claimed in zip(option.victims, claims):
-            plan.take(record, victim, claimed)
-        plan.preempted(record, instance_uuid, option.victims, option.cost)
-        return True
+    def _instance_entry(self, context, uuid, alloc_request, generation,
+                        owner):
+        """The instance's part of the write, as Nova's report client
+        would PUT it: a move keeps its source allocations."""
+        entry = copy.deepcopy(alloc_request)
+        current = claim.read(self._client, context, '/allocations/%s' % uuid,
+                             claim.VERSION)
+        if current.get('allocations'):
+            generation = entry.get('consumer_generation',
+                                   current['consumer_generation'])
+            entry = report._move_operation_alloc_request(
+                current['allocations'], entry)
+        return dict(entry, consumer_generation=generation, **owner)
+
+    def _read_host(self, plan, context, record):
+        generation = claim.read_token(self._client, context, record.uuid)
+        self._tokens.learn(record.uuid, generation)
+        plan.refresh(record, generation, hoststate.read_usages(
+            self._client, context, record.uuid))
+
+    def _read_victims(self, plan, context, record, victims):
+        """Each victim as Placement holds it on this host, or None (the
+        host is to be read again) if one holds nothing here."""
+        claims = []
+        for victim in victims:
+            claimed = claim.read_victim(self._client, context, victim.uuid)
+            if claimed is None or not hoststate.holds(claimed, record,
+                                                      victim.resources):
+                plan.not_a_victim(record, victim.uuid)
+                return None
+            claims.append(claimed)
+        return claims
 
 
 def _join(nova_reason, opie_reason, claims):

@@ -16,8 +16,14 @@ import contextlib
 import contextvars
 import dataclasses
 
+from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
+from opie.nova import hoststate
+
+# A host OPIE cannot write to atomically is never chosen.
+NO_TOKEN = ('no %s inventory on the compute node (write the provider '
+            'config: see the upgrade guide)' % preemptible.HOST_TOKEN)
 
 _CURRENT = contextvars.ContextVar('opie_plan', default=None)
 
@@ -58,10 +64,12 @@ class Plan:
         terminate preemptible instances (normal boots do; moves depend on
         ``[opie] preempt_on_move``; rebuilds never)
     :param now: the time costs are computed at
+    :param generations: host token generations known before the request
+        read the hosts' usage (:meth:`.token.Generations.snapshot`)
     """
 
     def __init__(self, context, request, settings, load_instances,
-                 may_preempt, now):
+                 may_preempt, now, generations=None):
         self.context = context
         self.request = request
         self.settings = settings
@@ -70,17 +78,29 @@ class Plan:
         # A preemptible request never preempts; a normal one asks once.
         self._may_preempt = False if request.preemptible else None
         self._decide_may_preempt = may_preempt
+        self._generations = generations or {}
         self.records = {}           # host uuid -> HostRecord
         self._options = {}          # host uuid -> HostOption or None
         self.refusals = set()       # why hosts were refused
         self.victims_taken = 0
         self.placed = []            # instances Placement holds claims for
         self.claims = []            # (record, victim, claim.Claim)
+        # Instances never to choose again in this request: taken by it, or
+        # found holding nothing on their host.
+        self._not_victims = set()
         self.preemptions = []       # Preemption, to terminate at the end
 
     # hosts ---------------------------------------------------------------
     def add(self, record):
+        if record.uuid in self._generations:
+            record.generation = self._generations[record.uuid]
         self.records[record.uuid] = record
+
+    def record_of(self, allocations):
+        """The HostRecord of the compute node an allocation request names,
+        or None."""
+        return next((self.records[rp] for rp in allocations
+                     if rp in self.records), None)
 
     def record(self, host_state):
         return self.records.get(host_state.uuid)
@@ -114,6 +134,8 @@ class Plan:
 
     def _assess(self, record):
         host = record.core_host()
+        if record.token_inventory is False:
+            return None, NO_TOKEN
         if (not self.request.preemptible
                 and not host.free_full.covers(self.request.resources)
                 and not self.may_preempt):
@@ -161,30 +183,41 @@ class Plan:
             record.normal_used += self.request.resources
         self._changed(record)
 
-    def take(self, record, victim, claimed):
-        """``victim`` on ``record`` is claimed: its room is free."""
-        record.preemptibles.remove(victim)
-        record.preemptible_used -= victim.resources
-        self.victims_taken += 1
-        self.claims.append((record, victim, claimed))
-        self._changed(record, budget_spent=True)
+    def committed(self, record, generation, instance_uuid, victims,
+                  claims, cost):
+        """Placement took ``victims`` (with their ``claims``) on
+        ``record`` for ``instance_uuid`` at token ``generation``."""
+        record.generation = generation
+        for victim, claimed in zip(victims, claims):
+            record.preemptibles.remove(victim)
+            record.preemptible_used -= victim.resources
+            self.victims_taken += 1
+            self.claims.append((record, victim, claimed))
+            self._not_victims.add(victim.uuid)
+        if victims:
+            self.preempted(record, instance_uuid, victims, cost)
+            self._changed(record, budget_spent=True)
 
-    def lose(self, record, victim, usages):
-        """Another worker took ``victim``; ``usages`` are the host's fresh
-        Placement usages, made while an instance of this request is being
-        placed there: they count its claim, which :meth:`place` adds.
-        The host's preemptibles are read again: the other worker may have
-        taken more of them."""
+    def not_a_victim(self, record, uuid):
+        """``uuid`` holds nothing on the host (another writer or its owner
+        moved it): never choose it again in this request."""
+        self._not_victims.add(uuid)
+        self.stale(record)
+
+    def stale(self, record):
+        """A write on ``record`` was refused: read it again before the
+        next one."""
+        record.generation = hoststate.UNKNOWN
+        self._changed(record)
+
+    def refresh(self, record, generation, usages):
+        """``record`` as Placement counts it now: ``usages`` read after
+        the token's ``generation``; its preemptibles listed again."""
+        record.generation = generation
         record.apply_usage(usages)
-        if self.request.preemptible:
-            record.preemptible_used -= self.request.resources
-        else:
-            record.normal_used -= self.request.resources
-        claimed_here = {v.uuid for r, v, _ in self.claims if r is record}
         self._load_instances([record])
         record.preemptibles = [i for i in record.preemptibles
-                               if i.uuid not in claimed_here
-                               and i.uuid != victim.uuid]
+                               if i.uuid not in self._not_victims]
         self._changed(record)
 
     def cost_of(self, record, victim):

@@ -1,7 +1,8 @@
 """Repair what concurrent or interrupted scheduling left behind.
 
-Runs every ``[opie] reconcile_interval`` seconds on one scheduler host (see
-the manager); tests call :meth:`Reconciler.run` directly. Each pass fixes
+Runs every ``[opie] reconcile_interval`` seconds in the one scheduler
+process that holds the reconciler's lease (:mod:`.lease`); tests call
+:meth:`Reconciler.run` directly. Each pass fixes
 two things, terminating through the scheduler's own path
 (:mod:`.terminate`: instance action, delete or shelve, notification):
 
@@ -14,18 +15,19 @@ two things, terminating through the scheduler's own path
   longer than ``[opie] claimed_grace_period`` seconds is terminated
   (notification reason ``claimed``). Hosts are read from Placement only
   where such instances run: one request per host.
-* **h_f overcommit.** Placement enforces h_n (normal instances) and the
-  custom preemptible classes atomically, but h_f (both together) only
-  through OPIE's filter. Two scheduler workers placing a preemptible and a
-  normal instance on the same host at once can therefore overcommit it.
+* **h_f overcommit.** Every OPIE write is a compare-and-swap on its host
+  (:mod:`.claim`), so OPIE's own writes never overcommit h_f; what Nova
+  writes without the scheduler (an operator's forced move, a heal of a
+  victim's allocations) can.
   Hosts whose compute node record (the resource tracker counts every
   instance) is over capacity are suspects; Placement confirms each one.
   Once a host has been over capacity for longer than ``[opie]
   reconcile_grace_period`` seconds (so that a preemption or a deletion
   already under way can finish), the cheapest preemptibles that bring it
-  back within capacity are claimed as the scheduler claims them (so the
-  reconciler never fights a scheduler worker over a victim) and terminated
-  (notification reason ``reconcile``).
+  back within capacity are taken in one write with the host token at the
+  generation read before the host's usage (so the reconciler never fights
+  a scheduler worker over a victim, and a host changed since is left to
+  the next pass) and terminated (notification reason ``reconcile``).
 """
 import datetime
 
@@ -144,15 +146,22 @@ class Reconciler:
                         'eligible preemptible set covers it', record.host,
                         excess)
             return None
-        taken = [victim for victim in selection.victims
-                 if claim.claim(self.placement_client, context, victim.uuid)]
-        if not taken:
+        claims = [claim.read_victim(self.placement_client, context, v.uuid)
+                  for v in selection.victims]
+        if not all(c is not None and hoststate.holds(c, record, v.resources)
+                   for c, v in zip(claims, selection.victims)):
+            return None
+        # One compare-and-swap on the host, at the token generation read
+        # before its usage: a scheduler worker or another reconciler that
+        # changed the host since makes this refused, and the next pass
+        # reads it again.
+        if claim.write(self.placement_client, context, record.uuid,
+                       record.generation,
+                       {c.uuid: claim.emptied(c) for c in claims}) is None:
             return None
         LOG.info('OPIE: host %s over capacity by %s: preempting %s',
-                 record.host, excess, [v.uuid for v in taken])
-        # Victims lost to a scheduler worker freed room too; what is
-        # still over is left to the next pass.
-        return self._preemption(record, taken, now)
+                 record.host, excess, [v.uuid for v in selection.victims])
+        return self._preemption(record, selection.victims, now)
 
     # helpers -------------------------------------------------------------
     def _loader(self, context):

@@ -12,10 +12,13 @@ terminates in its own periodic task. For every victim:
    with an admin context: its owner lists it, even after the server is
    deleted, from API microversion 2.21 (it names no other tenant);
 2. the victim is deleted (``[opie] termination_mode = delete``) or shelved
-   (``shelve``; tagged ``[opie] preempted_tag`` so its owner can find and
-   unshelve it). Shelving snapshots to Glance, so the scheduler acts as the
-   keystone service user of the ``[opie]`` auth options; computes need
-   ``[DEFAULT] shelved_offload_time = 0`` to free the room at once.
+   without a clean shutdown (``shelve``; tagged ``[opie] preempted_tag`` so
+   its owner can find and unshelve it; a victim Nova cannot shelve, being
+   rescued, resized or acted on by its owner, is deleted). The admin
+   context acts on victims their owner locked. Shelving snapshots to
+   Glance, so the scheduler acts as the keystone service user of the
+   ``[opie]`` auth options; computes need ``[DEFAULT]
+   shelved_offload_time = 0`` to free the room at once.
 
 Then one oslo.messaging notification ``opie.preempt`` per host goes to
 ``[opie] notification_topics``: host, victims, cost and the request.
@@ -29,6 +32,7 @@ import oslo_messaging as messaging
 
 from keystoneauth1 import loading as ks_loading
 from nova.compute import api as compute_api
+from nova.compute import vm_states
 import nova.conf
 from nova import context as nova_context
 from nova import exception
@@ -41,6 +45,8 @@ from opie.nova import conf as opie_conf
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 ACTION = 'opie-preempt'
+SHELVABLE_VM_STATES = frozenset([vm_states.ACTIVE, vm_states.STOPPED,
+                                 vm_states.PAUSED, vm_states.SUSPENDED])
 EVENT_TYPE = 'opie.preempt'
 
 
@@ -91,8 +97,12 @@ class Terminator:
             self._record_action(mapping.cell_mapping, uuid)
             context = self._context()
             instance = self.compute_api.get(context, uuid)
-            if self.settings.termination_mode == opie_conf.SHELVE:
-                self.compute_api.shelve(context, instance)
+            if (self.settings.termination_mode == opie_conf.SHELVE
+                    and _shelvable(instance)):
+                # No clean shutdown: the room is already another server's,
+                # which must not start beside a guest still shutting down.
+                self.compute_api.shelve(context, instance,
+                                        clean_shutdown=False)
                 self._tag(mapping.cell_mapping, uuid)
             else:
                 self.compute_api.delete(context, instance)
@@ -149,6 +159,13 @@ class Terminator:
         }
         self.notifier.info(nova_context.get_admin_context(), EVENT_TYPE,
                            payload)
+
+
+def _shelvable(instance):
+    """Nova shelves only these; a victim its owner rescued, resized or
+    is acting on is deleted instead."""
+    return (instance.task_state is None
+            and instance.vm_state in SHELVABLE_VM_STATES)
 
 
 def _describe(victim, terminated):

@@ -6,8 +6,14 @@
 * the scheduler's background terminations tracked, so that a test waits
   for them (:meth:`OpieCloud.wait_for_terminations`) before it looks for
   victims gone;
-* a check, after every test, that no normal server was ever preempted.
+* a check, after every test, that no normal server was ever preempted;
+* a second scheduler worker (:meth:`OpieCloud.other_worker`), with its
+  own token generations, and hooks that run a competitor between a
+  worker's read and its write (:meth:`OpieCloud.before_write`) or inside
+  Placement's handling of the write (:meth:`OpieCloud.inside_write`).
 """
+import contextlib
+
 import datetime
 
 import fixtures
@@ -16,9 +22,13 @@ from oslo_utils import timeutils
 
 from nova import context as nova_context
 from nova import objects
+from nova.scheduler import rpcapi
+from placement.handlers import allocation as placement_allocation
 
 from opie.cmd import flavor_spec
 from opie.core import preemptible
+from opie.nova import claim
+from opie.nova import manager as opie_manager
 from opie.testing import harness
 
 # Seconds a background termination may take before a test fails (a hang,
@@ -58,6 +68,66 @@ class OpieCloud(harness.OpieHarness):
             self.useFixture(fixtures.MockPatchObject(
                 manager.terminator, 'terminate_later',
                 side_effect=self._track(manager.terminator.terminate_later)))
+
+    # another worker and interleavings ------------------------------------
+    def other_worker(self):
+        """A second OpieSchedulerManager, as another scheduler worker:
+        requests made inside :meth:`served_by` go to it."""
+        other = opie_manager.OpieSchedulerManager()
+        self.useFixture(fixtures.MockPatchObject(
+            other.terminator, 'terminate_later',
+            side_effect=self._track(other.terminator.terminate_later)))
+        real = rpcapi.SchedulerAPI.select_destinations
+        serving = self._serving = []
+
+        def select_destinations(api, ctxt, spec_obj, instance_uuids,
+                                return_objects=False,
+                                return_alternates=False):
+            if not serving:
+                return real(api, ctxt, spec_obj, instance_uuids,
+                            return_objects, return_alternates)
+            return serving[-1].select_destinations(
+                ctxt, spec_obj=spec_obj, instance_uuids=instance_uuids,
+                return_objects=return_objects,
+                return_alternates=return_alternates)
+        self.stub_out('nova.scheduler.rpcapi.SchedulerAPI.'
+                      'select_destinations', select_destinations)
+        return other
+
+    @contextlib.contextmanager
+    def served_by(self, worker):
+        self._serving.append(worker)
+        try:
+            yield worker
+        finally:
+            self._serving.pop()
+
+    def before_write(self, competitor):
+        """Run ``competitor()`` once, when a worker has decided and is
+        about to write its first decision to Placement."""
+        pending = [competitor]
+        real = claim.write
+
+        def write(*args, **kwargs):
+            if pending:
+                pending.pop()()
+            return real(*args, **kwargs)
+        self.stub_out('opie.nova.claim.write', write)
+
+    def inside_write(self, competitor, names):
+        """Run ``competitor()`` once inside Placement, in the first
+        ``POST /allocations`` whose body names a consumer of ``names``:
+        after Placement checked the consumer generations, before it reads
+        the current allocations."""
+        pending = [competitor]
+        real = placement_allocation.create_allocation_list
+
+        def create_allocation_list(context, data, consumers):
+            if pending and set(data) & set(names):
+                pending.pop()()
+            return real(context, data, consumers)
+        self.stub_out('placement.handlers.allocation.create_allocation_list',
+                      create_allocation_list)
 
     def _track(self, terminate_later):
         def tracked(*args):
@@ -122,6 +192,19 @@ class OpieCloud(harness.OpieHarness):
         victims = {v['uuid'] for n in self.preempt_notifications()
                    for v in n['payload']['victims']}
         self.assertEqual(set(), victims & self.normal_servers)
+
+    def server(self, name):
+        return [s for s in self.api.get_servers() if s['name'] == name][0]
+
+    def victims(self):
+        """Uuids of every victim notified, in order (repeats kept)."""
+        return [v['uuid'] for n in self.preempt_notifications()
+                for v in n['payload']['victims']]
+
+    def preempt_actions(self, uuid):
+        """How many ``opie-preempt`` actions the server has."""
+        actions = self.api.get_instance_actions(uuid)
+        return sum(1 for a in actions if a['action'] == 'opie-preempt')
 
     def preempt_notifications(self):
         return [message for _, message, _, _ in test_notifier.NOTIFICATIONS

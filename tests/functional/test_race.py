@@ -1,92 +1,122 @@
-"""Two scheduler workers after the same victims (acceptance 6).
+"""Two scheduler workers deciding on one host at once.
 
-A hook runs the competitor deterministically between the moment the
-scheduler has chosen its victims and the moment it claims the first one.
+A second ``OpieSchedulerManager`` (its own token generations, as another
+worker process) serves a competing request, run deterministically at the
+worst moment: after the first worker decided and before it writes, or
+inside Placement while it handles the first worker's write. Whatever the
+interleaving: no host over capacity, every victim taken once with one
+``opie-preempt`` action, and a request fails only when no host can make
+room.
 """
-from oslo_utils import uuidutils
-
-from nova import context as nova_context
-
-from opie.nova import claim
 from tests.functional import base
 from tests.functional import test_preemption
 
 
 class Race(base.OpieCloud):
 
-    def before_first_claim(self, competitor):
-        """Run ``competitor()`` just before the scheduler's first claim
-        of a victim (with its instance or alone)."""
-        pending = [competitor]
+    def setUp(self):
+        super().setUp()
+        self.other = self.other_worker()
 
-        def hook(real):
-            def hooked(*args):
-                if pending:
-                    pending.pop()()
-                return real(*args)
-            return hooked
-        for name in ('claim', 'claim_together'):
-            self.stub_out('opie.nova.claim.' + name,
-                          hook(getattr(claim, name)))
+    def competitor(self, size, name):
+        """A normal boot served by the other worker."""
+        def boot():
+            with self.served_by(self.other):
+                self.boot(size, name)
+        return boot
 
-    def server(self, name):
-        return [s for s in self.api.get_servers() if s['name'] == name][0]
-
-    def test_competing_request_takes_the_victim_first(self):
-        test_preemption.fill_with_preemptibles(self)
-        self.preemptibles = self.live_names()
-        # Both requests want B-2 (the cheapest); the competitor gets it.
-        self.before_first_claim(lambda: self.boot('medium', 'competitor'))
-
-        server = self.boot('medium', 'first')
+    def assert_each_victim_once(self):
         self.wait_for_terminations()
-
-        self.assertEqual('host-B', server['OS-EXT-SRV-ATTR:host'])
-        self.assertEqual('host-B', self.host_of(self.server('competitor')))
-        # The first request found B-2 taken, read host-B again and took
-        # the next cheapest, B-3; every victim went once.
-        victims = [v['uuid'] for n in self.preempt_notifications()
-                   for v in n['payload']['victims']]
+        victims = self.victims()
         self.assertEqual(len(victims), len(set(victims)))
+        for uuid in victims:
+            self.assertEqual(1, self.preempt_actions(uuid))
+        self.assert_within_capacity()
+
+    def test_normal_placed_beside_normal_does_not_overcommit(self):
+        # host-B full of normal servers: host-A is the only candidate, with
+        # room for one medium server beside three medium preemptibles.
+        for i in range(2):
+            self.boot('large', 'NB%d' % i, host='host-B')
+        for i, minutes in enumerate((70, 80, 90)):
+            self.boot('medium', 'P%d' % i, host='host-A', preemptible=True,
+                      minutes=minutes)
+        self.remember_names()
+        # Both requests read host-A with 2 vCPUs free; the other worker
+        # writes first.
+        self.before_write(self.competitor('medium', 'second'))
+
+        first = self.boot('medium', 'first')
+
+        # The first write was refused; host-A, read again, was full, so
+        # the first server took the cheapest preemptible (P0, 10 minutes).
+        self.assertEqual('host-A', first['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual('host-A', self.host_of(self.server('second')))
+        self.assert_each_victim_once()
+        self.assertEqual([self._names['P0']], self.victims())
+        self.assertEqual(['NB0', 'NB1', 'P1', 'P2', 'first', 'second'],
+                         self.live_names())
+
+    def remember_names(self):
+        self._names = {s['name']: s['id'] for s in self.api.get_servers()}
+        self.preemptibles = sorted(self._names)
+
+    def fill(self):
+        test_preemption.fill_with_preemptibles(self)
+        self.remember_names()
+
+    def test_victim_taken_inside_placement_write_goes_once(self):
+        self.fill()
+        b2 = self._names['B-2']
+        # Inside Placement, after the first write's consumer generations
+        # were checked and before it reads B-2's allocations, the other
+        # worker takes B-2 (read, decide, write, all committed).
+        self.inside_write(self.competitor('medium', 'competitor'), [b2])
+
+        first = self.boot('medium', 'first')
+
+        # Placement refused the first write (the host token had moved);
+        # host-B read again, the next cheapest went: B-3.
+        self.assertEqual('host-B', first['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual('host-B', self.host_of(self.server('competitor')))
+        self.assert_each_victim_once()
+        self.assertEqual(sorted([b2, self._names['B-3']]),
+                         sorted(self.victims()))
         self.assertEqual(sorted(set(self.preemptibles) - {'B-2', 'B-3'}
                                 | {'competitor', 'first'}),
                          self.live_names())
-        self.assert_within_capacity()
 
-    def test_room_lost_fails_request_and_terminates_nothing(self):
-        self.boot('large', 'NL', host='host-B')
-        self.boot('medium', 'NM', host='host-B')
-        p1 = self.boot('medium', 'P1', host='host-B', preemptible=True,
-                       minutes=10)
-        for i in range(2):
-            self.boot('large', 'A%d' % i, host='host-A')
-        rp = self._get_provider_uuid_by_host('host-B')
+    def test_competing_request_takes_the_victim_first(self):
+        self.fill()
+        self.before_write(self.competitor('medium', 'competitor'))
 
-        def competitor():
-            # Another worker claims P1 and a preemptible it placed at the
-            # same moment takes P1's room.
-            self.assertIsNotNone(claim.claim(
-                self.scheduler.manager.placement_client,
-                nova_context.get_admin_context(), p1['id']))
-            self.placement.put(
-                '/allocations/%s' % uuidutils.generate_uuid(),
-                {'allocations': {rp: {'resources': {
-                    'CUSTOM_PREEMPTIBLE_VCPU': 2,
-                    'CUSTOM_PREEMPTIBLE_MEMORY_MB': 4000,
-                    'CUSTOM_PREEMPTIBLE_DISK_GB': 40}}},
-                 'consumer_generation': None,
-                 'project_id': p1['tenant_id'], 'user_id': p1['user_id']},
-                version='1.28')
-        self.before_first_claim(competitor)
+        first = self.boot('medium', 'first')
 
-        server = self.boot('medium', 'first', expected_state='ERROR')
+        self.assertEqual('host-B', first['OS-EXT-SRV-ATTR:host'])
+        self.assert_each_victim_once()
+        self.assertEqual(sorted([self._names['B-2'], self._names['B-3']]),
+                         sorted(self.victims()))
 
-        self.assertIn('taken by a concurrent request',
-                      server['fault']['message'])
-        self.assertEqual([], self.preempt_notifications())
-        self.assertEqual({'VCPU': 6, 'MEMORY_MB': 12000, 'DISK_GB': 120,
-                          'CUSTOM_PREEMPTIBLE_VCPU': 2,
-                          'CUSTOM_PREEMPTIBLE_MEMORY_MB': 4000,
-                          'CUSTOM_PREEMPTIBLE_DISK_GB': 40},
-                         self.usage('host-B'))
-        self.assert_within_capacity()
+    def test_lost_victims_send_the_request_to_the_next_host(self):
+        # host-B: a large normal server and two young preemptibles (the
+        # cheapest room for a large server); host-A: four older ones.
+        self.boot('large', 'NB', host='host-B')
+        for i, minutes in enumerate((70, 75)):
+            self.boot('medium', 'PB%d' % i, host='host-B', preemptible=True,
+                      minutes=minutes)
+        for i, minutes in enumerate((91, 152, 213, 274)):
+            self.boot('medium', 'PA%d' % i, host='host-A', preemptible=True,
+                      minutes=minutes)
+        self.remember_names()
+        # The other worker takes both of host-B's preemptibles first: host-B
+        # is then all normal servers.
+        self.before_write(self.competitor('large', 'competitor'))
+
+        first = self.boot('large', 'first')
+
+        self.assertEqual('host-A', first['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual('host-B', self.host_of(self.server('competitor')))
+        self.assert_each_victim_once()
+        self.assertEqual(sorted(self._names[n] for n in
+                                ('PB0', 'PB1', 'PA0', 'PA1')),
+                         sorted(self.victims()))

@@ -1,0 +1,127 @@
+"""One reconciler for the whole deployment: a lease in Placement.
+
+Every scheduler process (any number of hosts, ``[scheduler] workers`` each)
+runs the reconciler's periodic task, but only the holder of this lease
+does the pass. The lease is a Placement consumer holding one unit of
+``CUSTOM_OPIE_LEASE`` on a resource provider of its own,
+``opie-coordination`` (created by the first scheduler that needs it), with
+the holder's name as the consumer's user. Like the host token
+(:mod:`.token`), every change of it is a write at the generation read, so
+of two processes taking or renewing it at once exactly one succeeds.
+
+* The holder renews it (rewrites it unchanged) before each pass and does
+  the pass only if the renewal committed.
+* Any other process takes it over only when it has seen the same
+  generation for ``ttl`` seconds by its own monotonic clock (three
+  reconcile intervals): the holder has stopped renewing, because it died
+  or lost Placement. No clocks are compared between hosts.
+
+A holder whose pass outlasts ``ttl`` may overlap its successor's first
+pass; each repair is still a compare-and-swap on its host, so one
+overcommit is never repaired twice. ``nova-manage placement audit``
+reports the lease as an orphaned allocation (it is no instance); deleting
+it only makes the next scheduler take it anew.
+"""
+import os
+import time
+import uuid
+
+from oslo_log import log as logging
+
+from opie.nova import claim
+from opie.nova import token
+
+LOG = logging.getLogger(__name__)
+PROVIDER_NAME = 'opie-coordination'
+PROVIDER_UUID = str(uuid.uuid5(token.NAMESPACE, PROVIDER_NAME))
+RESOURCE_CLASS = 'CUSTOM_OPIE_LEASE'
+CONSUMER_UUID = str(uuid.uuid5(token.NAMESPACE, 'opie-reconciler-lease'))
+PROJECT_ID = 'opie-lease'
+# Resource classes and providers (1.7+), providers answering with their
+# body (1.20).
+PROVIDER_VERSION = '1.20'
+
+
+def holder(host):
+    """A name no other process shares: host, process and a random part."""
+    return '%s:%d:%s' % (host, os.getpid(), uuid.uuid4().hex[:8])
+
+
+class Lease:
+
+    def __init__(self, client, name, ttl, clock=time.monotonic):
+        self._client = client
+        self.name = name
+        self.ttl = ttl
+        self._clock = clock
+        self._seen = None           # (generation, holder, first seen)
+        self._provider_ready = False
+
+    def acquire(self, context):
+        """Renew or take the lease: True if this process holds it now."""
+        self._ensure_provider(context)
+        current = claim.read(self._client, context, '/allocations/%s'
+                             % CONSUMER_UUID, claim.VERSION)
+        generation = token.parse(current)
+        held_by = current.get('user_id') if current.get('allocations') \
+            else None
+        if held_by not in (None, self.name) and not self._expired(
+                generation, held_by):
+            return False
+        taken = self._write(context, generation)
+        if taken and held_by != self.name:
+            LOG.info('OPIE: %s now holds the reconciler lease (was %s)',
+                     self.name, held_by or 'free')
+        return taken
+
+    def _expired(self, generation, held_by):
+        now = self._clock()
+        if self._seen is None or self._seen[:2] != (generation, held_by):
+            self._seen = (generation, held_by, now)
+            return False
+        return now - self._seen[2] >= self.ttl
+
+    def _write(self, context, generation):
+        body = {CONSUMER_UUID: {
+            'allocations': {PROVIDER_UUID: {'resources': {
+                RESOURCE_CLASS: 1}}},
+            'consumer_generation': generation,
+            'project_id': PROJECT_ID, 'user_id': self.name}}
+        resp = self._client.post('/allocations', body,
+                                 version=claim.VERSION,
+                                 global_request_id=context.global_id)
+        if resp.status_code == 409:
+            return False
+        if resp.status_code != 204:
+            raise claim.ClaimError('lease: %s %s' % (resp.status_code,
+                                                     resp.text))
+        return True
+
+    def _ensure_provider(self, context):
+        """The lease's provider and inventory, created where missing
+        (another scheduler creating them at once is no error)."""
+        if self._provider_ready:
+            return
+        kw = dict(version=PROVIDER_VERSION,
+                  global_request_id=context.global_id)
+        self._client.put('/resource_classes/%s' % RESOURCE_CLASS, None,
+                         **kw)
+        resp = self._client.get('/resource_providers/%s' % PROVIDER_UUID,
+                                **kw)
+        if resp.status_code == 404:
+            self._client.post('/resource_providers',
+                              {'name': PROVIDER_NAME,
+                               'uuid': PROVIDER_UUID}, **kw)
+        inventories = claim.read(self._client, context,
+                                 '/resource_providers/%s/inventories'
+                                 % PROVIDER_UUID, PROVIDER_VERSION)
+        if RESOURCE_CLASS not in inventories['inventories']:
+            self._client.put(
+                '/resource_providers/%s/inventories/%s'
+                % (PROVIDER_UUID, RESOURCE_CLASS),
+                {'resource_provider_generation':
+                 inventories['resource_provider_generation'], 'total': 1},
+                **kw)
+        self._provider_ready = RESOURCE_CLASS in claim.read(
+            self._client, context, '/resource_providers/%s/inventories'
+            % PROVIDER_UUID, PROVIDER_VERSION)['inventories']
