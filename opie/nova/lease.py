@@ -112,16 +112,16 @@ class Lease:
             self._client.post('/resource_providers',
                               {'name': PROVIDER_NAME,
                                'uuid': PROVIDER_UUID}, **kw)
+
         inventories = claim.read(self._client, context,
                                  '/resource_providers/%s/inventories'
                                  % PROVIDER_UUID, PROVIDER_VERSION)
         if RESOURCE_CLASS not in inventories['inventories']:
             self._client.put(
-                '/resource_providers/%s/inventories/%s'
-                % (PROVIDER_UUID, RESOURCE_CLASS),
+                '/resource_providers/%s/inventories' % PROVIDER_UUID,
                 {'resource_provider_generation':
-                 inventories['resource_provider_generation'], 'total': 1},
-                **kw)
+                 inventories['resource_provider_generation'],
+                 'inventories': {RESOURCE_CLASS: {'total': 1}}}, **kw)
         self._provider_ready = RESOURCE_CLASS in claim.read(
             self._client, context, '/resource_providers/%s/inventories'
             % PROVIDER_UUID, PROVIDER_VERSION)['inventories']

@@ -42,17 +42,6 @@ class FullOfPreemptibles(base.OpieCloud):
         self.assert_within_capacity()
         self.assertEqual(0, self.usage('host-A')['VCPU'])
 
-    def test_locked_preemptible_is_never_a_victim(self):
-        b2 = [s for s in self.api.get_servers() if s['name'] == 'B-2'][0]
-        self.api.post_server_action(b2['id'], {'lock': None})
-
-        self.boot('medium', 'normal')
-        self.wait_for_terminations()
-
-        # Next cheapest: B-3 (20 minutes).
-        self.assertEqual(sorted(set(self.preemptibles) - {'B-3'}
-                                | {'normal'}), self.live_names())
-
     def test_preemptible_boot_gets_no_valid_host(self):
         server = self.boot('small', 'late', preemptible=True,
                            expected_state='ERROR')

@@ -1,0 +1,87 @@
+"""A preemptible server is preemptible whatever its owner does to it.
+
+The owner (a project member, not an admin) locks, rescues, stops,
+suspends, pauses or resizes its preemptible servers and never confirms:
+a normal boot still gets its room. Only an operator's lock protects one.
+"""
+from nova import context as nova_context
+from nova import objects
+
+from tests.functional import base
+from tests.functional import test_preemption
+
+
+class OwnerActions(base.OpieCloud):
+
+    def setUp(self):
+        super().setUp()
+        self.member = self.api_fixture.api
+
+    def act(self, name, action):
+        server = self.server(name)
+        self.member.post_server_action(server['id'], action)
+        return server
+
+    def test_owner_cannot_make_preemptibles_immune(self):
+        test_preemption.fill_with_preemptibles(self)
+        preemptibles = self.live_names()
+        for name, action, state in (
+                ('B-2', {'rescue': {}}, 'RESCUE'),
+                ('B-3', {'os-stop': None}, 'SHUTOFF'),
+                ('A-0', {'suspend': None}, 'SUSPENDED'),
+                ('A-1', {'pause': None}, 'PAUSED')):
+            self._wait_for_state_change(self.act(name, action), state)
+        for name in preemptibles:
+            self.act(name, {'lock': None})
+        b2 = self.server('B-2')['id']
+
+        server = self.boot('medium', 'normal')
+        self.wait_for_terminations()
+
+        # B-2 (rescued and locked by its owner) was still the cheapest.
+        self.assertEqual('host-B', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(sorted(set(preemptibles) - {'B-2'} | {'normal'}),
+                         self.live_names())
+        self.assertEqual([b2], self.victims())
+        self.assertEqual(1, self.preempt_actions(b2))
+        self.assert_within_capacity()
+
+    def test_only_an_operator_lock_protects(self):
+        test_preemption.fill_with_preemptibles(self)
+        preemptibles = self.live_names()
+        self.lock_as_operator(self.server('B-2')['id'])
+
+        self.boot('medium', 'normal')
+        self.wait_for_terminations()
+
+        # Next cheapest: B-3 (20 minutes).
+        self.assertEqual(sorted(set(preemptibles) - {'B-3'} | {'normal'}),
+                         self.live_names())
+
+    def lock_as_operator(self, uuid):
+        ctxt = nova_context.get_admin_context()
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, uuid)
+        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
+            instance = objects.Instance.get_by_uuid(cctxt, uuid)
+            instance.locked, instance.locked_by = True, 'admin'
+            instance.save()
+
+    def test_resize_never_confirmed_does_not_protect(self):
+        # R resized from host-A to host-B and left unconfirmed: its new
+        # flavor holds host-B, its old one host-A (the migration's).
+        resized = self.boot('small', 'R', host='host-A', preemptible=True)
+        self.member.post_server_action(resized['id'], {'resize': {
+            'flavorRef': self.preemptible['medium']}})
+        self._wait_for_state_change(resized, 'VERIFY_RESIZE')
+        self.assertEqual('host-B', self.host_of(resized))
+        for host in self.HOSTS:
+            self.boot('large', 'L' + host[-1], host=host)
+            self.boot('medium', 'M' + host[-1], host=host)
+
+        server = self.boot('medium', 'normal')
+        self.wait_for_terminations()
+
+        self.assertEqual('host-B', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual([resized['id']], self.victims())
+        self.assertEqual(1, self.preempt_actions(resized['id']))
+        self.assert_within_capacity()
