@@ -196,7 +196,7 @@ class OpieCloud(harness.OpieHarness):
     def server(self, name):
         return [s for s in self.api.get_servers() if s['name'] == name][0]
 
-    def victims(self):
+    def victim_uuids(self):
         """Uuids of every victim notified, in order (repeats kept)."""
         return [v['uuid'] for n in self.preempt_notifications()
                 for v in n['payload']['victims']]

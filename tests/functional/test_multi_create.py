@@ -1,4 +1,5 @@
 """Multi-create: victims on several hosts, all or nothing (acceptance 5)."""
+from opie.nova import manager
 from tests.functional import base
 
 
@@ -56,3 +57,50 @@ class MultiCreate(base.OpieCloud):
         # back; the servers' own claims are gone.
         self.assertEqual(self.usages,
                          {host: self.usage(host) for host in self.HOSTS})
+
+    def give_back_after(self, competitor):
+        """Run ``competitor()`` once, when the failed request is about to
+        give its victims back."""
+        pending = [competitor]
+        real = manager._give_back_on_host
+
+        def give_back(*args):
+            if pending:
+                pending.pop()()
+            return real(*args)
+        self.stub_out('opie.nova.manager._give_back_on_host', give_back)
+
+    def test_victim_deleted_by_its_owner_gets_nothing_back(self):
+        victim = self.server('PA0')['id']
+        self.give_back_after(lambda: self._delete_server(self.server('PA0')))
+
+        self.create(3, 'ERROR')
+
+        self.assertEqual({}, self.placement.get(
+            '/allocations/%s' % victim, version='1.28').body['allocations'])
+        usage = self.usages['host-A']
+        self.assertEqual(usage['CUSTOM_PREEMPTIBLE_VCPU'] - 2,
+                         self.usage('host-A')['CUSTOM_PREEMPTIBLE_VCPU'])
+        self.assertEqual(self.usages['host-B'], self.usage('host-B'))
+        self.assertEqual([], self.preempt_notifications())
+
+    def test_victims_whose_room_was_taken_are_terminated(self):
+        taken = []
+
+        def competitor():
+            taken.append(self.boot('large', 'competitor'))
+        self.give_back_after(competitor)
+
+        self.create(3, 'ERROR')
+        self.wait_for_terminations()
+
+        # The competitor fitted in one host's freed room: those two
+        # victims cannot come back; the other host's did.
+        host = taken[0]['OS-EXT-SRV-ATTR:host']
+        [notification] = self.preempt_notifications()
+        self.assertEqual('room-taken',
+                         notification['payload']['request']['reason'])
+        self.assertEqual(host, notification['payload']['host'])
+        self.assertEqual(sorted(['P%s0' % host[-1], 'P%s1' % host[-1]]),
+                         sorted(set(self.names) - set(self.live_names())))
+        self.assert_within_capacity()

@@ -27,7 +27,7 @@ class Race(base.OpieCloud):
 
     def assert_each_victim_once(self):
         self.wait_for_terminations()
-        victims = self.victims()
+        victims = self.victim_uuids()
         self.assertEqual(len(victims), len(set(victims)))
         for uuid in victims:
             self.assertEqual(1, self.preempt_actions(uuid))
@@ -53,7 +53,7 @@ class Race(base.OpieCloud):
         self.assertEqual('host-A', first['OS-EXT-SRV-ATTR:host'])
         self.assertEqual('host-A', self.host_of(self.server('second')))
         self.assert_each_victim_once()
-        self.assertEqual([self._names['P0']], self.victims())
+        self.assertEqual([self._names['P0']], self.victim_uuids())
         self.assertEqual(['NB0', 'NB1', 'P1', 'P2', 'first', 'second'],
                          self.live_names())
 
@@ -81,7 +81,7 @@ class Race(base.OpieCloud):
         self.assertEqual('host-B', self.host_of(self.server('competitor')))
         self.assert_each_victim_once()
         self.assertEqual(sorted([b2, self._names['B-3']]),
-                         sorted(self.victims()))
+                         sorted(self.victim_uuids()))
         self.assertEqual(sorted(set(self.preemptibles) - {'B-2', 'B-3'}
                                 | {'competitor', 'first'}),
                          self.live_names())
@@ -95,7 +95,7 @@ class Race(base.OpieCloud):
         self.assertEqual('host-B', first['OS-EXT-SRV-ATTR:host'])
         self.assert_each_victim_once()
         self.assertEqual(sorted([self._names['B-2'], self._names['B-3']]),
-                         sorted(self.victims()))
+                         sorted(self.victim_uuids()))
 
     def test_lost_victims_send_the_request_to_the_next_host(self):
         # host-B: a large normal server and two young preemptibles (the
@@ -119,4 +119,4 @@ class Race(base.OpieCloud):
         self.assert_each_victim_once()
         self.assertEqual(sorted(self._names[n] for n in
                                 ('PB0', 'PB1', 'PA0', 'PA1')),
-                         sorted(self.victims()))
+                         sorted(self.victim_uuids()))

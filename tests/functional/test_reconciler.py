@@ -74,7 +74,7 @@ class Reconciler(base.OpieCloud):
         repairs.extend(self.manager.reconciler.run(self.context, now=later))
 
         self.assertEqual(1, len(repairs))
-        self.assertEqual([a0], self.victims())
+        self.assertEqual([a0], self.victim_uuids())
         self.assert_within_capacity()
 
     def test_claimed_victim_left_running_is_terminated(self):
@@ -94,7 +94,7 @@ class Reconciler(base.OpieCloud):
         self.boot('large', 'normal')
         self.wait_for_terminations()
 
-        self.assertEqual([b3], self.victims())
+        self.assertEqual([b3], self.victim_uuids())
         self.assertEqual(sorted(set(self.preemptibles) - {'B-3'}
                                 | {'normal'}), self.live_names())
 

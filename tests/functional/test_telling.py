@@ -72,3 +72,21 @@ class Shelve(OneHost):
         unshelved = self._unshelve_server(victim)
         self.assertEqual('host-A', unshelved['OS-EXT-SRV-ATTR:host'])
         self.assert_within_capacity()
+
+    def test_victim_is_shelved_without_a_clean_shutdown(self):
+        # The new server may start as soon as the victim's room is given:
+        # the victim must not take shutdown_timeout to stop beside it.
+        timeouts = []
+        real = self.DRIVER.power_off
+
+        def power_off(driver, instance, timeout=0, retry_interval=0):
+            timeouts.append(timeout)
+            return real(driver, instance, timeout, retry_interval)
+        self.stub_out('nova.virt.fake.%s.power_off' % self.DRIVER.__name__,
+                      power_off)
+
+        self.boot('large', 'normal')
+        self.wait_for_terminations()
+        self._wait_for_state_change(self.victims[0], 'SHELVED_OFFLOADED')
+
+        self.assertEqual({0}, set(timeouts))

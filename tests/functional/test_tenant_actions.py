@@ -42,7 +42,7 @@ class OwnerActions(base.OpieCloud):
         self.assertEqual('host-B', server['OS-EXT-SRV-ATTR:host'])
         self.assertEqual(sorted(set(preemptibles) - {'B-2'} | {'normal'}),
                          self.live_names())
-        self.assertEqual([b2], self.victims())
+        self.assertEqual([b2], self.victim_uuids())
         self.assertEqual(1, self.preempt_actions(b2))
         self.assert_within_capacity()
 
@@ -82,6 +82,6 @@ class OwnerActions(base.OpieCloud):
         self.wait_for_terminations()
 
         self.assertEqual('host-B', server['OS-EXT-SRV-ATTR:host'])
-        self.assertEqual([resized['id']], self.victims())
+        self.assertEqual([resized['id']], self.victim_uuids())
         self.assertEqual(1, self.preempt_actions(resized['id']))
         self.assert_within_capacity()

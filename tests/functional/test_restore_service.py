@@ -1,0 +1,51 @@
+"""Restoring a normal server's service on a cloud full of preemptibles.
+
+Evacuate and unshelve may preempt by default (``[opie] preempt_on_move``):
+a normal server comes back even when only preemptible instances fill the
+cloud, which is the steady state OPIE aims for.
+"""
+from tests.functional import base
+from tests.functional import test_preemption
+
+
+class Unshelve(base.OpieCloud):
+
+    def setUp(self):
+        self.flags(shelved_offload_time=0)
+        super().setUp()
+
+    def test_unshelve_preempts_on_a_full_cloud(self):
+        server = self.boot('medium', 'service', host='host-A')
+        self._shelve_server(server)
+        test_preemption.fill_with_preemptibles(self)
+        b2 = self.server('B-2')['id']
+
+        unshelved = self._unshelve_server(server)
+        self.wait_for_terminations()
+
+        self.assertEqual('host-B', unshelved['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual([b2], self.victim_uuids())
+        self.assertEqual(1, self.preempt_actions(b2))
+        self.assert_within_capacity()
+
+
+class Evacuate(base.OpieCloud):
+    HOSTS = ('host-A', 'host-B', 'host-C')
+
+    def test_evacuate_preempts_on_a_full_cloud(self):
+        server = self.boot('medium', 'service', host='host-C')
+        test_preemption.fill_with_preemptibles(self)
+        b2 = self.server('B-2')['id']
+        self.computes['host-C'].stop()
+        [service] = self.admin_api.get_services(host='host-C',
+                                                binary='nova-compute')
+        self.admin_api.put_service_force_down(service['id'], True)
+
+        evacuated = self._evacuate_server(server)
+        self.wait_for_terminations()
+
+        self.assertEqual('host-B', evacuated['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual([b2], self.victim_uuids())
+        self.assert_within_capacity()
+        # The source keeps its allocations until host-C comes back.
+        self.assertEqual(2, self.usage('host-C')['VCPU'])
