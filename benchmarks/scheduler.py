@@ -49,6 +49,7 @@ from nova.compute import api as compute_api  # noqa: E402
 from nova import context as nova_context  # noqa: E402
 from nova import exception  # noqa: E402
 from nova import objects  # noqa: E402
+from nova.scheduler.client import report as report_client  # noqa: E402,E501
 from nova.scheduler import filters  # noqa: E402
 from nova.scheduler import manager as nova_manager  # noqa: E402
 from nova.scheduler import weights  # noqa: E402
@@ -94,14 +95,31 @@ class CloudLatency(base.OpieCloud):
         self.safe = nova_manager.SchedulerManager()
         self.specs = {kind: self.template_spec(kind)
                       for kind in ('normal', 'preemptible')}
+        self.count_placement_calls()
 
         results = self.empty()
         self.saturate()
-        results['OPIE, saturated, normal (1 termination)'] = (
-            self.saturated(lambda: self.select(self.opie, 'normal')))
+        name = 'OPIE, saturated, normal (1 termination)'
+        results[name] = self.saturated(
+            lambda: self.select(self.opie, 'normal'))
+        CALLS[name] = self.last_calls
         results['retry, saturated, normal (1 termination)'] = (
             self.saturated(lambda: self.retry('normal')))
         RESULTS['cloud'] = results
+
+    def count_placement_calls(self):
+        """Count the report client's requests (stock's and OPIE's alike:
+        one client) in ``PLACEMENT_CALLS``."""
+        for verb in ('get', 'post', 'put', 'delete'):
+            real = getattr(report_client.SchedulerReportClient, verb)
+
+            def counted(client, url, *args, _real=real, _verb=verb,
+                        **kwargs):
+                PLACEMENT_CALLS.append('%s %s' % (_verb.upper(),
+                                                  url.split('?')[0]))
+                return _real(client, url, *args, **kwargs)
+            self.stub_out('nova.scheduler.client.report.'
+                          'SchedulerReportClient.' + verb, counted)
 
     def template_spec(self, kind):
         server = self.boot('medium', 'template-' + kind,
@@ -119,6 +137,7 @@ class CloudLatency(base.OpieCloud):
         NoValidHost."""
         spec = copy.deepcopy(self.specs[kind])
         spec.instance_uuid = uuidutils.generate_uuid()
+        del PLACEMENT_CALLS[:]
         started = time.perf_counter()
         try:
             manager.select_destinations(
@@ -130,6 +149,7 @@ class CloudLatency(base.OpieCloud):
             assert not placed, 'no valid host: %s' % exc.exc_info[1]
             return time.perf_counter() - started
         elapsed = time.perf_counter() - started
+        self.last_calls = list(PLACEMENT_CALLS)
         assert placed, 'the saturated cloud had room'
         # The server is never built: give its room back.
         manager.placement_client.delete_allocation_for_instance(
@@ -180,6 +200,7 @@ class CloudLatency(base.OpieCloud):
                 elapsed = self.select(manager, kind)
                 if i:       # the first round warms caches
                     samples[name].append(elapsed)
+                    CALLS[name] = self.last_calls
         return samples
 
     def saturate(self):
@@ -308,6 +329,10 @@ class SyntheticHosts(base.OpieCloud):
 
 
 RESULTS = {}
+# Placement requests of the select_destinations call being timed, and of
+# the last placed call of each case: case -> [request, ...].
+PLACEMENT_CALLS = []
+CALLS = {}
 
 
 def main():
@@ -357,6 +382,10 @@ def report():
           % ratio(opie_full, stock))
     print('  retry / OPIE, saturated:           %s (goal >= 2)'
           % ratio(retry, opie_full))
+    print('Placement requests of one placed request (the last of each '
+          'case):')
+    for name, calls in CALLS.items():
+        print('  %-42s %d: %s' % (name, len(calls), ', '.join(calls)))
     print('Nova filter + weigher handlers, %d synthetic hosts'
           % ARGS.synthetic_hosts)
     for name, samples in synthetic.items():

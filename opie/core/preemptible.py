@@ -39,3 +39,19 @@ def is_preemptible(extra_specs):
 def resources_key(resource_class):
     """The flavor extra spec that requests ``resource_class``."""
     return 'resources:%s' % resource_class
+
+
+# A preemptible instance is a victim whatever its owner does to it (lock,
+# rescue, stop, resize...): only an operator's lock protects it. One that
+# is already leaving its host still holds its room until it is gone, but
+# is no victim. (Nova's names of the states.)
+ADMIN_LOCK = 'admin'
+LEAVING_TASK_STATES = frozenset(['deleting', 'shelving_offloading'])
+LEAVING_VM_STATES = frozenset(['deleted', 'shelved_offloaded'])
+
+
+def may_be_victim(locked_by, task_state, vm_state=None):
+    """``locked_by``: None (not locked), ``owner`` or ``admin``."""
+    return (locked_by != ADMIN_LOCK
+            and task_state not in LEAVING_TASK_STATES
+            and vm_state not in LEAVING_VM_STATES)

@@ -23,6 +23,7 @@ import json
 import math
 
 from opie.core import host as host_mod
+from opie.core import preemptible as preemptible_mod
 from opie.core import resources as res
 
 RATIOS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
@@ -164,11 +165,17 @@ def _instance(data, where, flavors, uuids):
                           where + '.launched_at')
     locked = data.get('locked', False)
     _expect(locked, bool, where + '.locked', 'true or false')
+    # A lock of unknown origin protects, as an operator's would.
+    locked_by = data.get('locked_by', preemptible_mod.ADMIN_LOCK)
+    if locked_by not in ('owner', preemptible_mod.ADMIN_LOCK):
+        raise SnapshotError('%s.locked_by: %r is neither "owner" nor '
+                            '"admin"' % (where, locked_by))
     task_state = data.get('task_state')
     if task_state is not None:
         _expect(task_state, str, where + '.task_state', 'a string or null')
     name = data.get('name', '')
     _expect(name, str, where + '.name', 'a string')
     return host_mod.Instance(uuid, flavors[flavor], preemptible, launched,
-                             eligible=not locked and task_state is None,
+                             eligible=preemptible_mod.may_be_victim(
+                                 locked_by if locked else None, task_state),
                              name=name)

@@ -25,8 +25,6 @@ allocations are read (one request) and such instances are left out.
 import collections
 import dataclasses
 
-from nova.compute import task_states
-from nova.compute import vm_states
 from nova import context as nova_context
 from nova import objects
 from nova.scheduler import utils as scheduler_utils
@@ -36,24 +34,6 @@ from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
 from opie.nova import claim
-
-# A preemptible instance is a victim whatever its owner does to it (lock,
-# rescue, resize, stop, suspend, soft delete): only what an operator does
-# protects it. Instances already leaving their host still hold its room
-# until they are gone, but are not victims.
-LEAVING_TASK_STATES = frozenset([task_states.DELETING,
-                                 task_states.SHELVING_OFFLOADING])
-LEAVING_VM_STATES = frozenset([vm_states.DELETED,
-                               vm_states.SHELVED_OFFLOADED])
-
-
-def is_eligible(instance):
-    """May ``instance`` be chosen as a victim? Not if an admin locked it
-    (``locked_by`` is ``admin``), nor if it is already leaving."""
-    if instance.locked and instance.locked_by == 'admin':
-        return False
-    return (instance.task_state not in LEAVING_TASK_STATES
-            and instance.vm_state not in LEAVING_VM_STATES)
 
 
 def is_preemptible(flavor):
@@ -132,7 +112,9 @@ def core_instance(instance):
         resources=flavor_resources(instance.flavor),
         preemptible=is_preemptible(instance.flavor),
         launched_at=instance.launched_at or instance.created_at,
-        eligible=is_eligible(instance))
+        eligible=preemptible.may_be_victim(
+            instance.locked_by if instance.locked else None,
+            instance.task_state, instance.vm_state))
 
 
 UNKNOWN = object()

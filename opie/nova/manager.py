@@ -124,10 +124,10 @@ class OpieSchedulerManager(manager.SchedulerManager):
                     allocation_request_version, return_alternates)
             except exception.NoValidHost as exc:
                 # Nova has removed the new instances' allocations already.
-                self._give_back(elevated, plan)
+                lost = self._give_back(elevated, plan)
                 raise exception.NoValidHost(
                     reason=_join(exc.kwargs.get('reason'), plan.reason(),
-                                 plan.claims))
+                                 plan.claims, lost))
             except Exception:
                 self._cleanup_allocations(elevated, plan.placed)
                 self._give_back(elevated, plan)
@@ -166,13 +166,17 @@ class OpieSchedulerManager(manager.SchedulerManager):
 
     # failure: give back what still fits ----------------------------------
     def _give_back(self, context, plan):
+        """Give the victims of a failed request back; how many could not
+        come back (and were terminated)."""
         by_host = {}
         for record, victim, claimed in plan.claims:
             by_host.setdefault(record.uuid, (record, []))[1].append(
                 (victim, claimed))
+        lost_by_host = []
         for record, taken in by_host.values():
             lost = _give_back_on_host(self.placement_client, context,
                                       record, taken)
+            lost_by_host.append(lost)
             if lost:
                 # Their room went to other requests: they cannot come back
                 # without overcommitting the host.
@@ -180,6 +184,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
                     [plan_mod.Preemption(record.host, record.nodename,
                                          tuple(lost), 0.0)],
                     {'reason': 'room-taken'})
+        return sum(len(lost) for lost in lost_by_host)
 
     def init_host(self, service_ref):
         super().init_host(service_ref)
@@ -351,8 +356,12 @@ class ClaimingClient:
         return claims
 
 
-def _join(nova_reason, opie_reason, claims):
+def _join(nova_reason, opie_reason, claims, lost):
     parts = [p for p in (nova_reason, opie_reason) if p]
-    if claims:
+    if lost:
+        parts.append('%d preemptible instance(s) taken for it were '
+                     'terminated: other requests took their room '
+                     'meanwhile.' % lost)
+    elif claims:
         parts.append('No preemptible instance was terminated.')
     return ' '.join(parts)
