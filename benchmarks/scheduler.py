@@ -61,6 +61,7 @@ from opie.core import host as core_host  # noqa: E402
 from opie.core import resources as res  # noqa: E402
 from opie.core import scheduling  # noqa: E402
 from opie.nova import hoststate  # noqa: E402
+from opie.nova import operations  # noqa: E402
 from opie.nova import plan as plan_mod  # noqa: E402
 from opie.testing import harness  # noqa: E402
 from tests.functional import base  # noqa: E402
@@ -316,7 +317,8 @@ class SyntheticHosts(base.OpieCloud):
                     for i in range(4)]
 
         plan = plan_mod.Plan(None, hoststate.request_of(spec), settings,
-                             load_instances=load, may_preempt=lambda: True,
+                             load_instances=load,
+                             operation=lambda: operations.BOOT,
                              now=now)
         capacity = res.Resources(8, 16384, 1000)
         for host in hosts:

@@ -113,8 +113,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
             elevated, hoststate.request_of(spec_obj), self.settings,
             load_instances=hoststate.InstanceLoader(
                 elevated, self.host_manager.cells, self.placement_client),
-            may_preempt=lambda: operations.may_preempt(
-                elevated, spec_obj, self.settings.preempt_on_move),
+            operation=lambda: operations.operation(elevated, spec_obj),
             now=timeutils.utcnow(), generations=_GENERATIONS.get())
         with plan_mod.activated(plan):
             try:
@@ -291,7 +290,8 @@ class ClaimingClient:
                 consumer_generation=consumer_generation)
         instance = self._instance_entry(
             context, consumer_uuid, alloc_request, consumer_generation,
-            dict(project_id=project_id, user_id=user_id))
+            dict(project_id=project_id, user_id=user_id),
+            plan.operation == operations.BOOT)
         for _ in range(WRITE_ATTEMPTS):
             if record.generation is hoststate.UNKNOWN:
                 self._read_host(plan, context, record)
@@ -323,12 +323,13 @@ class ClaimingClient:
         return False
 
     def _instance_entry(self, context, uuid, alloc_request, generation,
-                        owner):
+                        owner, boot):
         """The instance's part of the write, as Nova's report client
-        would PUT it: a move keeps its source allocations."""
+        would PUT it: a move keeps its source allocations. A known
+        ``boot`` holds none: no need to ask."""
         entry = copy.deepcopy(alloc_request)
-        current = claim.read(self._client, context, '/allocations/%s' % uuid,
-                             claim.VERSION)
+        current = {} if boot else claim.read(
+            self._client, context, '/allocations/%s' % uuid, claim.VERSION)
         if current.get('allocations'):
             generation = entry.get('consumer_generation',
                                    current['consumer_generation'])

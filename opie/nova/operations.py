@@ -45,9 +45,3 @@ def operation(context, spec_obj):
             and instance.vm_state != vm_states.SHELVED_OFFLOADED):
         return None
     return _MOVES_BY_TASK_STATE.get(instance.task_state)
-
-
-def may_preempt(context, spec_obj, allowed_moves):
-    """May this request terminate preemptible instances?"""
-    kind = operation(context, spec_obj)
-    return kind == BOOT or kind in allowed_moves

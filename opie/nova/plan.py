@@ -20,6 +20,7 @@ from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
 from opie.nova import hoststate
+from opie.nova import operations
 
 # A host OPIE cannot write to atomically is never chosen.
 NO_TOKEN = ('no %s inventory on the compute node (write the provider '
@@ -60,16 +61,17 @@ class Plan:
     :param settings: :class:`opie.nova.conf.Settings`
     :param load_instances: callable filling ``preemptibles`` of a list of
         HostRecords (one batch)
-    :param may_preempt: callable telling (once) whether this request may
-        terminate preemptible instances (normal boots do; moves depend on
-        ``[opie] preempt_on_move``; rebuilds never)
+    :param operation: callable telling (once, when first needed) which
+        operation the request is for (:func:`.operations.operation`):
+        normal boots may preempt, moves if ``[opie] preempt_on_move``
+        lists them, rebuilds never
     :param now: the time costs are computed at
     :param generations: host token generations known before the request
         read the hosts' usage (:meth:`.token.Generations.snapshot`)
     """
 
     def __init__(self, context, request, settings, load_instances,
-                 may_preempt, now, generations=None):
+                 operation, now, generations=None):
         self.context = context
         self.request = request
         self.settings = settings
@@ -77,7 +79,9 @@ class Plan:
         self._load_instances = load_instances
         # A preemptible request never preempts; a normal one asks once.
         self._may_preempt = False if request.preemptible else None
-        self._decide_may_preempt = may_preempt
+        self._operation = operation
+        # The operation, once asked: a boot's instance holds nothing yet.
+        self.operation = None
         self._generations = generations or {}
         self.records = {}           # host uuid -> HostRecord
         self._options = {}          # host uuid -> HostOption or None
@@ -108,7 +112,10 @@ class Plan:
     @property
     def may_preempt(self):
         if self._may_preempt is None:
-            self._may_preempt = bool(self._decide_may_preempt())
+            self.operation = self._operation()
+            self._may_preempt = (
+                self.operation == operations.BOOT
+                or self.operation in self.settings.preempt_on_move)
         return self._may_preempt
 
     # filter and score ----------------------------------------------------
