@@ -4,8 +4,10 @@ Through the compute and Placement APIs: every flavor marked preemptible
 has the right extra specs and nothing preemption cannot free, no flavor
 consumes the preemptible classes unmarked, at least one preemptible flavor
 exists, and every compute node's resource provider has inventory of the
-``CUSTOM_PREEMPTIBLE_*`` classes with the capacity of its standard ones.
+``CUSTOM_PREEMPTIBLE_*`` classes with the capacity of its standard ones,
+and the one unit of the host token (``CUSTOM_OPIE_HOST``).
 """
+from opie.cmd import audit_conf
 from opie.cmd import cloud
 from opie.cmd import flavor_spec
 from opie.cmd import problems
@@ -43,12 +45,19 @@ def check_inventories(node, inventories):
     if rc.STANDARD.vcpus not in inventories:
         return []  # not a host of virtual machines (e.g. Ironic)
     fix = PROVIDER_CONFIG_FIX % node
+    found = []
+    token = inventories.get(rc.HOST_TOKEN)
+    if token is None or any(token.get(field, value) != value for field, value
+                            in rc.HOST_TOKEN_INVENTORY.items()):
+        found.append(problems.Problem(
+            subject, audit_conf.TOKEN_PROBLEM % (
+                'has no' if token is None else 'has a wrong', rc.HOST_TOKEN),
+            fix))
     missing = [name for name in rc.CUSTOM if name not in inventories]
     if missing:
-        return [problems.Problem(
+        return found + [problems.Problem(
             subject, 'has no inventory of %s, so preemptible servers cannot '
             'be placed there' % ', '.join(missing), fix)]
-    found = []
     for standard, custom in zip(rc.STANDARD, rc.CUSTOM):
         if standard not in inventories:
             continue

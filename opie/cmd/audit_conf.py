@@ -12,6 +12,7 @@ import datetime
 import glob
 import os
 
+from oslo_config import cfg
 import yaml
 
 from opie.cmd import nova_conf
@@ -31,7 +32,7 @@ def check(conf, roles, now):
     found = []
     if SCHEDULER in roles:
         for scheduler_check in (_filter, _weighers, _multipliers,
-                                _subset_size):
+                                _subset_size, _candidate_limit):
             found += scheduler_check(conf)
         settings, problems_found = _opie_group(conf)
         found += problems_found + _heartbeat(conf, settings, now)
@@ -101,6 +102,25 @@ def _subset_size(conf):
         'is %d: Nova picks at random among the %d best hosts, so it may '
         'preempt while a host with free room exists' % (size, size),
         'set host_subset_size = 1, %s' % RESTART)]
+
+
+def _candidate_limit(conf):
+    """An explicit candidate limit, without randomised candidates in the
+    files given (placement.conf holds that option)."""
+    limit = conf.scheduler.max_placement_results
+    if (conf.placement.randomize_allocation_candidates
+            or conf.get_location('max_placement_results', 'scheduler')
+            .location == cfg.Locations.opt_default):
+        return []
+    return [problems.Problem(
+        _option('scheduler', 'max_placement_results'),
+        'is %d while [placement] randomize_allocation_candidates is not '
+        'true: Placement returns the same first %d hosts to every request '
+        'and may leave out free ones (OPIE then asks again without the '
+        'limit, a second query, whenever none it got fits)'
+        % (limit, limit),
+        'set randomize_allocation_candidates = true in placement.conf '
+        '(give it with --config-file to check), or remove the limit')]
 
 
 def _opie_group(conf):
@@ -190,13 +210,24 @@ def _provider_config(conf):
                 'fix or remove the file, or regenerate it: ' + fix))
             continue
         inventories.update(provider_config.custom_inventories(document))
-    missing = [name for name in rc.CUSTOM if name not in inventories]
-    if missing:
+    missing = [name for name in rc.PROVIDER_CONFIG_CLASSES
+               if name not in inventories]
+    if set(missing) - {rc.HOST_TOKEN}:
         found.append(problems.Problem(
             subject,
             'gives no inventory of %s, so preemptible servers cannot be '
             'placed on this compute' % ', '.join(missing), fix))
+    elif inventories.get(rc.HOST_TOKEN) != rc.HOST_TOKEN_INVENTORY:
+        found.append(problems.Problem(
+            subject, TOKEN_PROBLEM % (
+                'gives no' if missing else 'gives a wrong', rc.HOST_TOKEN),
+            fix))
     return found + _stale_inventory(conf, inventories, subject, fix)
+
+
+# Also the cloud audit's words.
+TOKEN_PROBLEM = ('%s inventory of %s (one unit, the host token), so '
+                 'opie-scheduler places no server on this compute')
 
 
 def _stale_inventory(conf, inventories, subject, fix):

@@ -64,8 +64,14 @@ COMPUTE_OPTS = [
     cfg.StrOpt('provider_config_location',
                default='/etc/nova/provider_config/'),
 ]
+SCHEDULER_OPTS = [
+    cfg.IntOpt('max_placement_results', default=1000),
+]
 OPTS = {None: DEFAULT_OPTS, 'filter_scheduler': FILTER_SCHEDULER_OPTS,
-        'compute': COMPUTE_OPTS}
+        'compute': COMPUTE_OPTS, 'scheduler': SCHEDULER_OPTS}
+# Not Nova's: placement.conf's, when the audit is given that file too.
+PLACEMENT_OPTS = {'placement': [
+    cfg.BoolOpt('randomize_allocation_candidates', default=False)]}
 
 # OPIE's filter and weighers, as nova.conf names them.
 FILTER_PATH = 'opie.nova.filters.PreemptibleFilter'
@@ -82,7 +88,7 @@ def load(paths):
     naming it, and never later.
     """
     conf = cfg.ConfigOpts()
-    for group, opts in OPTS.items():
+    for group, opts in dict(OPTS, **PLACEMENT_OPTS).items():
         conf.register_opts(opts, group=group)
     opie_conf.register_opts(conf)
     args = []

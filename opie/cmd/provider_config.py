@@ -1,7 +1,9 @@
 """``opie-manage provider-config``: the compute's ``provider.yaml``.
 
 Every compute node needs inventory of the ``CUSTOM_PREEMPTIBLE_*`` classes
-that preemptible flavors consume. Nova gives it from a provider config file
+that preemptible flavors consume, and one unit of ``CUSTOM_OPIE_HOST``,
+the host token every decision of the scheduler plugin on the host rewrites
+(:mod:`opie.nova.token`). Nova gives it from a provider config file
 in ``[compute] provider_config_location`` (default
 ``/etc/nova/provider_config/``), read when nova-compute starts. This
 command writes that file for the compute it runs on, mirroring the
@@ -44,7 +46,8 @@ def build(total, ratios, reserved):
 
     Each custom class gets the total, reserved amount and allocation ratio
     of its standard class, so Placement computes the same capacity,
-    ``(total - reserved) * ratio``, for both.
+    ``(total - reserved) * ratio``, for both; the host token's class gets
+    its one unit.
     """
     additional = []
     for name, amount, ratio, held in zip(rc.CUSTOM, total, ratios,
@@ -59,21 +62,22 @@ def build(total, ratios, reserved):
                                   'reserved': int(held),
                                   'max_unit': int(amount),
                                   'allocation_ratio': float(ratio)}})
-    additional.append({rc.HOST_TOKEN: {'total': 1, 'max_unit': 1}})  # TEMP
+    additional.append({rc.HOST_TOKEN: dict(rc.HOST_TOKEN_INVENTORY)})
     return {'meta': {'schema_version': SCHEMA_VERSION},
             'providers': [{'identification': {'uuid': COMPUTE_NODE},
                            'inventories': {'additional': additional}}]}
 
 
 def custom_inventories(document):
-    """The ``CUSTOM_PREEMPTIBLE_*`` inventories a provider config document
-    gives the compute node root providers: {class: inventory dict}."""
+    """The ``CUSTOM_PREEMPTIBLE_*`` and host token inventories a provider
+    config document gives the compute node root providers: {class:
+    inventory dict}."""
     found = {}
     for provider in _list(document, 'providers'):
         inventories = provider.get('inventories') or {}
         for entry in _list(inventories, 'additional'):
             for name, inventory in entry.items():
-                if name in rc.CUSTOM:
+                if name in rc.PROVIDER_CONFIG_CLASSES:
                     found[name] = inventory
     return found
 
@@ -117,8 +121,8 @@ DETECTORS = res.Resources(detect_vcpus, detect_memory_mb, detect_disk_gb)
 def dump(document, total, ratios, reserved):
     """The document as YAML, with a header saying where numbers came
     from."""
-    header = ('# CUSTOM_PREEMPTIBLE_* inventory for OPIE (opie-manage '
-              'provider-config).\n'
+    header = ('# CUSTOM_PREEMPTIBLE_* and CUSTOM_OPIE_HOST inventory for '
+              'OPIE (opie-manage provider-config).\n'
               '# Total: %s.\n'
               '# Allocation ratios: %g/%g/%g; reserved: %s.\n'
               '# Regenerate it and restart nova-compute when they change.\n'

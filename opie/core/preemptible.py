@@ -18,6 +18,10 @@ CUSTOM = res.Resources('CUSTOM_PREEMPTIBLE_VCPU',
 # write the scheduler plugin makes on a host rewrites that token at the
 # generation it read, so two decisions on one host cannot both commit.
 HOST_TOKEN = 'CUSTOM_OPIE_HOST'
+HOST_TOKEN_INVENTORY = {'total': 1, 'reserved': 0, 'max_unit': 1,
+                        'allocation_ratio': 1.0}
+# Every compute node's provider config gives these.
+PROVIDER_CONFIG_CLASSES = tuple(CUSTOM) + (HOST_TOKEN,)
 # The values the scheduler plugin reads as "preemptible"; anything else but
 # the FALSE ones is a typo the audit reports.
 TRUE_VALUES = ('true', '1', 'yes')

@@ -20,6 +20,8 @@ def _inventories(**changes):
     found = dict(STANDARD)
     for name, inventory in STANDARD.items():
         found['CUSTOM_PREEMPTIBLE_' + name] = dict(inventory)
+    found['CUSTOM_OPIE_HOST'] = {'total': 1, 'reserved': 0, 'max_unit': 1,
+                                 'allocation_ratio': 1.0}
     for name, change in changes.items():
         if change is None:
             del found[name]
@@ -71,6 +73,12 @@ def test_capacity_counts_reserved_and_ratio():
     ({'CUSTOM_PREEMPTIBLE_MEMORY_MB': {'reserved': 0}},
      'CUSTOM_PREEMPTIBLE_MEMORY_MB capacity is 16384 but MEMORY_MB capacity '
      'is 15872, so preemptible servers can use more than the host'),
+    ({'CUSTOM_OPIE_HOST': None},
+     'has no inventory of CUSTOM_OPIE_HOST (one unit, the host token), so '
+     'opie-scheduler places no server on this compute'),
+    ({'CUSTOM_OPIE_HOST': {'total': 2, 'max_unit': 2}},
+     'has a wrong inventory of CUSTOM_OPIE_HOST (one unit, the host '
+     'token), so opie-scheduler places no server on this compute'),
 ])
 def test_each_faulty_inventory_is_named(changes, message):
     [problem] = audit_cloud.check_inventories('host-A',

@@ -4,6 +4,7 @@ import importlib
 import os
 
 import pytest
+import yaml
 
 from opie.cmd import audit_conf
 from opie.cmd import manage
@@ -134,7 +135,14 @@ def test_shelve_mode_done_right_has_no_problem(host):
     ('[compute]\nprovider_config_location = /nonexistent\n',
      'provider config /nonexistent',
      'gives no inventory of CUSTOM_PREEMPTIBLE_VCPU, '
-     'CUSTOM_PREEMPTIBLE_MEMORY_MB, CUSTOM_PREEMPTIBLE_DISK_GB'),
+     'CUSTOM_PREEMPTIBLE_MEMORY_MB, CUSTOM_PREEMPTIBLE_DISK_GB, '
+     'CUSTOM_OPIE_HOST'),
+    ('[scheduler]\nmax_placement_results = 50\n',
+     'nova.conf [scheduler] max_placement_results',
+     'is 50 while [placement] randomize_allocation_candidates is not true: '
+     'Placement returns the same first 50 hosts to every request'),
+    ('preempt_on_move = evacuate,live-migrate\n', 'nova.conf [opie]',
+     'live-migrate cannot preempt'),
 ])
 def test_each_broken_setting_is_named(host, extra, subject, message):
     host.write_conf(extra)
@@ -145,6 +153,38 @@ def test_each_broken_setting_is_named(host, extra, subject, message):
     print('\n'.join(map(str, found)))
     assert [(p.subject, message in p.message) for p in found] == [
         (subject.format(tmp=host.tmp), True)]
+
+
+def test_randomised_candidates_lift_the_limit_warning(host, tmp_path):
+    host.write_conf('[scheduler]\nmax_placement_results = 50\n')
+    placement_conf = tmp_path / 'placement.conf'
+    placement_conf.write_text(
+        '[placement]\nrandomize_allocation_candidates = true\n')
+
+    conf = nova_conf.load([str(host.conf_path), str(placement_conf)])
+
+    assert audit_conf.check(conf, BOTH, _now()) == []
+
+
+@pytest.mark.parametrize('token, message', [
+    (None, 'gives no inventory of CUSTOM_OPIE_HOST (one unit, the host '
+     'token), so opie-scheduler places no server on this compute'),
+    ({'total': 2, 'max_unit': 2}, 'gives a wrong inventory of '
+     'CUSTOM_OPIE_HOST'),
+])
+def test_a_provider_config_without_the_host_token_is_named(host, token,
+                                                           message):
+    document = yaml.safe_load(host.provider_yaml.read_text())
+    additional = document['providers'][0]['inventories']['additional']
+    additional[:] = [e for e in additional if 'CUSTOM_OPIE_HOST' not in e]
+    if token is not None:
+        additional.append({'CUSTOM_OPIE_HOST': token})
+    host.provider_yaml.write_text(yaml.safe_dump(document))
+
+    [problem] = host.check()
+
+    assert problem.subject == 'provider config %s/provider_config' % host.tmp
+    assert problem.message.startswith(message)
 
 
 def test_a_filter_that_is_not_loaded_is_named(host):

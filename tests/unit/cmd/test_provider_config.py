@@ -35,7 +35,9 @@ def test_custom_inventory_mirrors_the_standard_one():
                                           'allocation_ratio': 1.5}},
         {'CUSTOM_PREEMPTIBLE_DISK_GB': {'total': 500, 'reserved': 10,
                                         'max_unit': 500,
-                                        'allocation_ratio': 1.0}}]
+                                        'allocation_ratio': 1.0}},
+        {'CUSTOM_OPIE_HOST': {'total': 1, 'reserved': 0, 'max_unit': 1,
+                              'allocation_ratio': 1.0}}]
 
 
 def test_custom_inventories_reads_back_what_build_wrote():
@@ -44,7 +46,8 @@ def test_custom_inventories_reads_back_what_build_wrote():
     found = provider_config.custom_inventories(document)
 
     assert found['CUSTOM_PREEMPTIBLE_MEMORY_MB']['total'] == 65536
-    assert sorted(found) == sorted(provider_config.rc.CUSTOM)
+    assert sorted(found) == sorted(['CUSTOM_OPIE_HOST',
+                                    *provider_config.rc.CUSTOM])
     assert provider_config.custom_inventories({'meta': {}}) == {}
     assert provider_config.custom_inventories(None) == {}
 
@@ -72,8 +75,8 @@ def test_nova_accepts_the_file(tmp_path):
     providers = nova_provider_config.get_provider_configs(str(tmp_path))
 
     additional = providers['$COMPUTE_NODE']['inventories']['additional']
-    assert {name for entry in additional for name in entry} == set(
-        provider_config.rc.CUSTOM)
+    assert {name for entry in additional for name in entry} == {
+        'CUSTOM_OPIE_HOST', *provider_config.rc.CUSTOM}
 
 
 def test_command_takes_ratios_and_reserved_from_nova_conf(tmp_path,
@@ -92,7 +95,8 @@ def test_command_takes_ratios_and_reserved_from_nova_conf(tmp_path,
     assert out.startswith('wrote %s: CUSTOM_PREEMPTIBLE_VCPU 8' % output)
     text = output.read_text()
     print(text)
-    assert text.startswith('# CUSTOM_PREEMPTIBLE_* inventory for OPIE')
+    assert text.startswith('# CUSTOM_PREEMPTIBLE_* and CUSTOM_OPIE_HOST '
+                           'inventory for OPIE')
     found = provider_config.custom_inventories(yaml.safe_load(text))
     assert found['CUSTOM_PREEMPTIBLE_VCPU']['allocation_ratio'] == 2.0
     # Nova's defaults where nova.conf says nothing.

@@ -211,7 +211,7 @@ def test_shelve_mode_with_the_fake_driver_and_a_late_ratio(tmp_path):
     assert devstack.conf(devstack.nova_cpu_conf).shelved_offload_time == 0
     inventories = devstack.inventories()
     assert [inventories[rc]['total'] for rc in sorted(inventories)] == [
-        600000, 800000, 1000]
+        1, 600000, 800000, 1000]
     assert inventories['CUSTOM_PREEMPTIBLE_VCPU']['allocation_ratio'] == 16.0
     assert not devstack.provider_yaml.with_suffix('.yaml.new').exists()
     calls = devstack.call_lines()
@@ -229,7 +229,7 @@ def test_compute_only_node(tmp_path):
 
     devstack.show()
     assert devstack.nova_conf.read_text() == before
-    assert len(devstack.inventories()) == 3
+    assert len(devstack.inventories()) == 4
     assert [c.split()[:2] for c in devstack.call_lines()] == [
         ['setup_develop', '%s/opt/opie' % tmp_path],
         ['opie-manage', 'nova-conf'], ['opie-manage', 'provider-config'],
