@@ -142,6 +142,8 @@ def _write_configs(lab):
         write(lab)
     for index in range(1, lab.computes + 1):
         configs.nova_compute(lab, index)
+    for index in range(2, settings.SCHEDULERS + 1):
+        configs.nova_scheduler(lab, index)
     configure_opie(lab)
 
 
@@ -181,6 +183,12 @@ def _start_nova(lab, conn):
                                              nova_conf])
              for name, binary in (('nova-conductor', 'nova-conductor'),
                                   ('opie-scheduler', 'opie-scheduler'))}
+    # More controllers: the same nova.conf, a host name of their own.
+    for index in range(2, settings.SCHEDULERS + 1):
+        procs['opie-scheduler-%d' % index] = process.start(
+            lab, 'opie-scheduler-%d' % index,
+            [_bin('opie-scheduler'), '--config-file', nova_conf,
+             '--config-file', configs.scheduler_conf(lab, index)])
     for index in range(1, lab.computes + 1):
         procs['compute-%d' % index] = start_compute(lab, index)
     hosts = {lab.compute_host(i) for i in range(1, lab.computes + 1)}

@@ -171,6 +171,20 @@ def nova(lab):
     _copy_paste(lab, 'nova')
 
 
+def scheduler_conf(lab, index):
+    """The file that makes scheduler ``index`` (from 2) another
+    controller: its own host name and heartbeat, on top of nova.conf."""
+    return lab.etc / 'nova' / ('nova-sched-%d.conf' % index)
+
+
+def nova_scheduler(lab, index):
+    write_ini(scheduler_conf(lab, index), {
+        'DEFAULT': {'host': lab.scheduler_host(index)},
+        'opie': {'heartbeat_path': lab.data / 'nova' / (
+            'opie-heartbeat-%d.json' % index)},
+    })
+
+
 def compute_conf(lab, index):
     return lab.etc / 'nova' / ('nova-cpu-%s.conf' % index)
 

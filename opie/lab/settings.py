@@ -24,6 +24,9 @@ PORTS = {
 TENANTS = ('alpha', 'beta')
 SERVICE_USERS = ('nova', 'placement', 'glance', 'neutron')
 DEFAULT_COMPUTES = 4
+# opie-scheduler services, as on that many controllers; each has
+# [scheduler] workers = 2.
+SCHEDULERS = 2
 # Each compute: 4 vCPU (allocation ratio 1), 8 GB, 40 GB of disk.
 COMPUTE_SIZE = (4, 8192, 40)
 
@@ -74,6 +77,10 @@ class Lab:
 
     def compute_host(self, index):
         return 'lab-compute-%s' % index
+
+    @staticmethod
+    def scheduler_host(index):
+        return 'lab-sched-%d' % index
 
     def save(self):
         self.state_file.write_text(json.dumps({'computes': self.computes}))

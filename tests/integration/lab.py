@@ -104,7 +104,8 @@ def delete_all():
 
 
 def usages_and_capacity():
-    """{host: (usage, capacity)} per resource class, from Placement."""
+    """{host: (usage, capacity)} per resource class, from Placement, for
+    every compute node (not OPIE's coordination provider)."""
     client = placement()
     result = {}
     for provider in client.get('/resource_providers').json()[
@@ -113,6 +114,8 @@ def usages_and_capacity():
         usages = client.get(base + '/usages').json()['usages']
         inventories = client.get(base + '/inventories').json()[
             'inventories']
+        if 'VCPU' not in inventories:
+            continue
         result[provider['name']] = {
             rc: (usages.get(rc, 0),
                  (inv['total'] - inv['reserved']) * inv['allocation_ratio'])
