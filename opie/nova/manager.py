@@ -171,19 +171,19 @@ class OpieSchedulerManager(manager.SchedulerManager):
         for record, victim, claimed in plan.claims:
             by_host.setdefault(record.uuid, (record, []))[1].append(
                 (victim, claimed))
-        lost_by_host = []
+        count = 0
         for record, taken in by_host.values():
             lost = _give_back_on_host(self.placement_client, context,
                                       record, taken)
-            lost_by_host.append(lost)
             if lost:
                 # Their room went to other requests: they cannot come back
                 # without overcommitting the host.
+                count += len(lost)
                 self.terminator.terminate(
                     [plan_mod.Preemption(record.host, record.nodename,
                                          tuple(lost), 0.0)],
                     {'reason': 'room-taken'})
-        return sum(len(lost) for lost in lost_by_host)
+        return count
 
     def init_host(self, service_ref):
         super().init_host(service_ref)
@@ -206,7 +206,6 @@ class OpieSchedulerManager(manager.SchedulerManager):
     @periodic_task.periodic_task(spacing=CONF.opie.reconcile_interval,
                                  enabled=CONF.opie.reconcile_interval > 0)
     def _opie_reconcile(self, context):
-        context = context or nova_context.get_admin_context()
         if self.lease.acquire(context):
             self.reconciler.run(context)
 
