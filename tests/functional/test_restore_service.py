@@ -32,14 +32,21 @@ class Unshelve(base.OpieCloud):
 class Evacuate(base.OpieCloud):
     HOSTS = ('host-A', 'host-B', 'host-C')
 
-    def test_evacuate_preempts_on_a_full_cloud(self):
-        server = self.boot('medium', 'service', host='host-C')
+    def setUp(self):
+        super().setUp()
+        self.service = self.boot('medium', 'service', host='host-C')
         test_preemption.fill_with_preemptibles(self)
-        b2 = self.server('B-2')['id']
+
+    def fail_host_c(self):
         self.computes['host-C'].stop()
         [service] = self.admin_api.get_services(host='host-C',
                                                 binary='nova-compute')
         self.admin_api.put_service_force_down(service['id'], True)
+
+    def test_evacuate_preempts_on_a_full_cloud(self):
+        server = self.service
+        b2 = self.server('B-2')['id']
+        self.fail_host_c()
 
         evacuated = self._evacuate_server(server)
         self.wait_for_terminations()
@@ -48,4 +55,24 @@ class Evacuate(base.OpieCloud):
         self.assertEqual([b2], self.victim_uuids())
         self.assert_within_capacity()
         # The source keeps its allocations until host-C comes back.
+        self.assertEqual(2, self.usage('host-C')['VCPU'])
+
+    def test_evacuate_whose_victim_is_taken_keeps_its_source(self):
+        b2, b3 = self.server('B-2')['id'], self.server('B-3')['id']
+        self.fail_host_c()
+        other = self.other_worker()
+
+        def competitor():
+            with self.served_by(other):
+                self.boot('medium', 'competitor')
+        # Another worker takes B-2 between the evacuation's decision and
+        # its write: the write is refused, host-B is read again.
+        self.before_write(competitor)
+
+        evacuated = self._evacuate_server(self.service)
+        self.wait_for_terminations()
+
+        self.assertEqual('host-B', evacuated['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(sorted([b2, b3]), sorted(self.victim_uuids()))
+        self.assert_within_capacity()
         self.assertEqual(2, self.usage('host-C')['VCPU'])
