@@ -16,9 +16,10 @@ so it is h_f.
 Preemptible instances themselves are read only for hosts that may have to
 give some up, with one database query per cell for all of those hosts.
 
-A victim claimed by any scheduler worker (:mod:`.claim`) holds no
+A victim taken by any scheduler worker (:mod:`.claim`) holds no
 allocations until it is terminated, which happens in the background: it is
-still listed, but its room is free and it is no candidate. Where the
+still listed, but its room is free and it is no candidate. Which instances
+may be victims at all: :func:`opie.core.preemptible.may_be_victim`. Where the
 instances listed on a host exceed what Placement counts there, the host's
 allocations are read (one request) and such instances are left out.
 """
@@ -279,7 +280,8 @@ class InstanceLoader:
     def _drop_claimed(self, record):
         # Only claimed instances make the listed exceed Placement's count;
         # where they do not, a claimed one among the listed is at worst
-        # chosen and found taken by the claim (see claim.py).
+        # chosen, found holding nothing when its write is prepared, and the
+        # host read again (see the manager's ClaimingClient).
         listed = res.total(i.resources for i in record.preemptibles)
         if record.preemptible_used.covers(listed):
             return
