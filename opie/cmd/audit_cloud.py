@@ -45,6 +45,12 @@ def check_inventories(node, inventories):
     if rc.STANDARD.vcpus not in inventories:
         return []  # not a host of virtual machines (e.g. Ironic)
     fix = PROVIDER_CONFIG_FIX % node
+    missing = [name for name in rc.PROVIDER_CONFIG_CLASSES
+               if name not in inventories]
+    if set(missing) - {rc.HOST_TOKEN}:
+        return [problems.Problem(
+            subject, 'has no inventory of %s, so preemptible servers cannot '
+            'be placed there' % ', '.join(missing), fix)]
     found = []
     token = inventories.get(rc.HOST_TOKEN)
     if token is None or any(token.get(field, value) != value for field, value
@@ -53,11 +59,6 @@ def check_inventories(node, inventories):
             subject, audit_conf.TOKEN_PROBLEM % (
                 'has no' if token is None else 'has a wrong', rc.HOST_TOKEN),
             fix))
-    missing = [name for name in rc.CUSTOM if name not in inventories]
-    if missing:
-        return found + [problems.Problem(
-            subject, 'has no inventory of %s, so preemptible servers cannot '
-            'be placed there' % ', '.join(missing), fix)]
     for standard, custom in zip(rc.STANDARD, rc.CUSTOM):
         if standard not in inventories:
             continue

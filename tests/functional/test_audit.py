@@ -277,7 +277,8 @@ class BrokenComputes(AuditCloud):
         self.assert_one_problem(
             out, 'compute node host-C',
             'has no inventory of CUSTOM_PREEMPTIBLE_VCPU, '
-            'CUSTOM_PREEMPTIBLE_MEMORY_MB, CUSTOM_PREEMPTIBLE_DISK_GB')
+            'CUSTOM_PREEMPTIBLE_MEMORY_MB, CUSTOM_PREEMPTIBLE_DISK_GB, '
+            'CUSTOM_OPIE_HOST')
         # The same compute's nova.conf says why.
         code, out, _ = self.audit('--role', 'compute')
         self.assert_one_problem(out, 'provider config %s' % empty,
