@@ -42,20 +42,29 @@ PROJECT_ID = 'opie-lease'
 PROVIDER_VERSION = '1.20'
 
 
-def holder(host):
-    """A name no other process shares: host, process and a random part."""
-    return '%s:%d:%s' % (host, os.getpid(), uuid.uuid4().hex[:8])
-
-
 class Lease:
+    """The lease as one process sees it; ``host`` is the scheduler's."""
 
-    def __init__(self, client, name, ttl, clock=time.monotonic):
+    def __init__(self, client, host, ttl, clock=time.monotonic):
         self._client = client
-        self.name = name
+        self._host = host
+        self._named = (None, None)  # (pid, name)
         self.ttl = ttl
         self._clock = clock
         self._seen = None           # (generation, holder, first seen)
         self._provider_ready = False
+
+    @property
+    def name(self):
+        """This process's name as a holder: host, process and a random
+        part. Nova creates the manager before it forks its workers, so the
+        name is made in the process that uses it."""
+        pid, name = self._named
+        if pid != os.getpid():
+            name = '%s:%d:%s' % (self._host, os.getpid(),
+                                 uuid.uuid4().hex[:8])
+            self._named = (os.getpid(), name)
+        return name
 
     def acquire(self, context):
         """Renew or take the lease: True if this process holds it now."""

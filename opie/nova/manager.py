@@ -87,8 +87,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
             self.settings, self.host_manager, self.placement_client,
             self.terminator, CONF.opie.reconcile_grace_period,
             CONF.opie.claimed_grace_period)
-        self.lease = lease.Lease(self.placement_client, lease.holder(
-            CONF.host), 3 * CONF.opie.reconcile_interval)
+        self.lease = lease.Lease(self.placement_client, CONF.host,
+                                 3 * CONF.opie.reconcile_interval)
 
     @property
     def placement_client(self):

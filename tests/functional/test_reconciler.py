@@ -2,6 +2,7 @@
 left running, each after its grace period; one process holds its lease,
 and one overcommit is repaired once."""
 import datetime
+import os
 
 from oslo_utils import timeutils
 
@@ -124,8 +125,8 @@ class Lease(base.OpieCloud):
         self.now = [0.0]
         clock = lambda: self.now[0]  # noqa: E731
         client = self.scheduler.manager.placement_client
-        self.first = lease.Lease(client, 'sched-1:1:a', 30, clock)
-        self.second = lease.Lease(client, 'sched-2:1:b', 30, clock)
+        self.first = lease.Lease(client, 'sched-1', 30, clock)
+        self.second = lease.Lease(client, 'sched-2', 30, clock)
 
     def test_one_holder_until_it_stops_renewing(self):
         self.assertTrue(self.first.acquire(self.context))
@@ -144,7 +145,7 @@ class Lease(base.OpieCloud):
     def test_two_takers_of_an_expired_lease_one_wins(self):
         self.assertTrue(self.first.acquire(self.context))
         third = lease.Lease(self.scheduler.manager.placement_client,
-                            'sched-3:1:c', 30, lambda: self.now[0])
+                            'sched-3', 30, lambda: self.now[0])
         for contender in (self.second, third):
             self.assertFalse(contender.acquire(self.context))
         self.now[0] += 30
@@ -166,3 +167,16 @@ class Lease(base.OpieCloud):
             competitor()
             return real(*args)
         holder._write = write
+
+    def test_forked_workers_hold_it_under_names_of_their_own(self):
+        # Nova creates the manager, and its lease, before it forks the
+        # workers of one scheduler service: same host, same object.
+        worker = lease.Lease(self.scheduler.manager.placement_client,
+                             'sched-1', 30, lambda: self.now[0])
+        parent = worker.name
+        self.assertTrue(worker.acquire(self.context))
+        # This process is now a forked worker: the parent made the name.
+        worker._named = (os.getpid() + 1, parent)
+
+        self.assertNotEqual(parent, worker.name)
+        self.assertFalse(worker.acquire(self.context))
