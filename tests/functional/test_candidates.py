@@ -5,35 +5,47 @@ With ``[scheduler] max_placement_results`` and no randomisation, Placement
 returns the same first hosts every time; every host looks free in the
 class a request asks for, so the free hosts may be the ones cut.
 """
+from nova.scheduler.client import report
+
 from tests.functional import base
 
 
 class TruncatedCandidates(base.OpieCloud):
-    """One host full (two normal and two preemptible medium servers), the
-    other empty; Placement returns one candidate, the full one, both to a
-    normal and to a preemptible request."""
+    """host-A full (two normal and two preemptible medium servers), host-B
+    empty; Placement's answer is cut at one host, and host-A comes first,
+    both to a normal and to a preemptible request."""
 
     def setUp(self):
         super().setUp()
         self.flags(max_placement_results=1, group='scheduler')
-        self.full = self.first_candidate()
-        self.free = ({'host-A', 'host-B'} - {self.full}).pop()
+        self.full, self.free = 'host-A', 'host-B'
         for i, minutes in enumerate((70, 80)):
             self.boot('medium', 'N%d' % i, host=self.full)
             self.boot('medium', 'P%d' % i, host=self.full, preemptible=True,
                       minutes=minutes)
-        # The premise holds once the host is full: it is still the one.
-        self.assertEqual(self.full, self.first_candidate())
-        self.assertEqual(self.full, self.first_candidate(
-            'CUSTOM_PREEMPTIBLE_'))
+        self.full_host_first()
 
-    def first_candidate(self, prefix=''):
-        found = self.placement.get(
-            '/allocation_candidates?resources={0}VCPU:1,{0}MEMORY_MB:2000,'
-            '{0}DISK_GB:20&limit=1'.format(prefix), version='1.36').body
-        [rp] = found['provider_summaries']
-        return next(host for host in self.HOSTS
-                    if self._get_provider_uuid_by_host(host) == rp)
+    def full_host_first(self):
+        """Placement without randomisation returns its first hosts in an
+        order of its own; make that order put host-A first (the free host
+        is the one cut)."""
+        real = report.SchedulerReportClient.get_allocation_candidates
+        full = self._get_provider_uuid_by_host(self.full)
+
+        def get_allocation_candidates(client, context, resources):
+            limit, resources._limit = resources._limit, None
+            try:
+                found = real(client, context, resources)
+            finally:
+                resources._limit = limit
+            if limit is None or found is None:
+                return found
+            requests, summaries, version = found
+            return ([r for r in requests if full in r['allocations']][:limit],
+                    {rp: s for rp, s in summaries.items() if rp == full},
+                    version)
+        self.stub_out('nova.scheduler.client.report.SchedulerReportClient.'
+                      'get_allocation_candidates', get_allocation_candidates)
 
     def test_normal_request_goes_to_the_free_host_without_preempting(self):
         server = self.boot('medium', 'normal')
