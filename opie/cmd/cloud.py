@@ -2,8 +2,8 @@
 
 ``--os-cloud NAME`` (or ``OS_CLOUD``) picks a cloud of clouds.yaml;
 without one, the usual ``OS_AUTH_URL``, ``OS_USERNAME``, ... variables are
-used, as by the ``openstack`` client. openstacksdk's config loader reads
-them and makes the keystoneauth1 session; Nova is called through
+used, as by the ``openstack`` client (:mod:`opie.clouds`, openstacksdk's
+config loader, makes the keystoneauth1 session); Nova is called through
 python-novaclient, Placement through a keystoneauth1 adapter. The
 commands need admin credentials: flavors are admin-owned, and hypervisors
 and resource providers admin-only.
@@ -14,9 +14,8 @@ from keystoneauth1 import adapter
 from keystoneauth1 import exceptions as ks_exceptions
 from novaclient import client as nova_client
 from novaclient import exceptions as nova_exceptions
-import openstack.config
-from openstack import exceptions as sdk_exceptions
 
+from opie import clouds
 from opie.cmd import errors
 from opie.cmd import flavor_spec
 
@@ -81,12 +80,6 @@ def errors_as_usage():
     missing rights) into a one-line :class:`~errors.UsageError`."""
     try:
         yield
-    except sdk_exceptions.ConfigException as exc:
-        raise errors.UsageError('cloud configuration: %s' % exc) from None
-    except ks_exceptions.MissingRequiredOptions as exc:
-        raise errors.UsageError(
-            'no cloud credentials (%s): give --os-cloud, or set OS_CLOUD '
-            'or the OS_AUTH_URL, OS_USERNAME, ... variables' % exc) from None
     except (ks_exceptions.ClientException,
             nova_exceptions.ClientException) as exc:
         raise errors.UsageError('cloud: %s' % ' '.join(
@@ -98,13 +91,15 @@ def connect(args):
 
     Call it inside :func:`errors_as_usage`, as every caller does.
     """
-    region = openstack.config.OpenStackConfig().get_one(
-        cloud=args.os_cloud, region_name=args.os_region_name)
-    return Cloud(region.get_session(), {
-        service: {'region_name': region.get_region_name(service),
-                  'interface': region.get_interface(service),
-                  'endpoint_override': region.get_endpoint(service)}
-        for service in ('compute', 'placement')})
+    try:
+        conn = clouds.connect(args.os_cloud, args.os_region_name)
+    except clouds.ConfigError as exc:
+        raise errors.UsageError(str(exc)) from None
+    services = {}
+    for service in ('compute', 'placement'):
+        services[service] = conn.endpoint_args(service)
+        del services[service]['service_type']
+    return Cloud(conn.session, services)
 
 
 def flavor_of(flavor):

@@ -19,13 +19,14 @@ import time
 from keystoneauth1 import exceptions as ks_exceptions
 from novaclient import exceptions as nova_exceptions
 
+from opie import clouds
 from opie.bot import jobfile
 from opie.bot import journal as journal_mod
 from opie.bot import model
 from opie.bot import planner
 from opie.bot import report
 from opie.bot import scheduler as scheduler_mod
-from opie.bot.openstack import auth
+from opie.bot.openstack import errors
 from opie.bot.openstack import clock as clock_mod
 from opie.bot.openstack import nova
 from opie.bot.openstack import runner as runner_mod
@@ -94,8 +95,8 @@ class Job:
 
 def _connect(settings, journal=None):
     try:
-        conn = auth.connect(settings.cloud)
-    except auth.AuthError as exc:
+        conn = clouds.connect(settings.cloud)
+    except clouds.ConfigError as exc:
         raise CloudError(str(exc)) from None
     if journal is not None:
         journal.secrets = conn.secrets
@@ -110,7 +111,7 @@ def _guard(call, *args):
         raise CloudError('the cloud lacks what the job needs: %s' % exc) \
             from None
     except CLOUD_ERRORS as exc:
-        raise CloudError(auth.describe(exc)) from None
+        raise CloudError(errors.describe(exc)) from None
 
 
 def start(plan, job_path, settings, journal_dir):
@@ -246,7 +247,7 @@ def loop(ctx, progress=None, progress_every_s=10.0):
             failures += 1
             if failures >= MAX_FAILED_POLLS:
                 raise CloudError('%s; giving up for now: opie-bot resume %s'
-                                 % (auth.describe(exc), ctx.job_id)) \
+                                 % (errors.describe(exc), ctx.job_id)) \
                     from None
         if progress is not None and time.monotonic() >= next_line:
             progress(sched.snapshot())

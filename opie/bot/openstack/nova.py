@@ -44,10 +44,12 @@ def tag_for(job_id):
 class NovaCloud(ports.Cloud):
     def __init__(self, conn, job_id, image, network, journal, clock,
                  user_data, unshelve_every_s=60.0):
+        compute = conn.endpoint_args('compute')
         self.nova = nova_client.Client(
             API_VERSION, session=conn.session,
-            endpoint_override=conn.endpoints.get('compute'),
-            region_name=conn.region_name, endpoint_type=conn.interface)
+            endpoint_override=compute['endpoint_override'],
+            region_name=compute['region_name'],
+            endpoint_type=compute['interface'])
         self.images = adapter.Adapter(
             conn.session, default_microversion=IMAGE_PROXY_VERSION,
             **conn.endpoint_args('compute'))

@@ -1,6 +1,9 @@
 """Shared helpers for the opie-bot tests."""
+import os
 import pathlib
+from unittest import mock
 
+from opie import clouds
 from opie.bot import jobfile
 from opie.bot import model
 
@@ -31,3 +34,10 @@ def job(runtimes, flavors=None, deadline=2100.0, memory=5.0, **policy):
     return model.Job(name='test', deadline_s=deadline,
                      policy=model.Policy(**policy),
                      flavors={f.name: f for f in flavors}, tasks=tasks)
+
+
+def connect(environ, cloud=None):
+    """:func:`opie.clouds.connect` with ``environ`` as the only
+    variables."""
+    with mock.patch.dict(os.environ, environ, clear=True):
+        return clouds.connect(cloud)

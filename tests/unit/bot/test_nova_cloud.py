@@ -5,8 +5,8 @@ from novaclient import exceptions as nova_exc
 
 from opie.bot import ports
 from opie.bot import stores as memory
-from opie.bot.openstack import auth
 from opie.bot.openstack import nova
+from tests.unit.bot import helpers
 
 
 class FakeServers:
@@ -48,9 +48,9 @@ class Clock:
 
 
 def make():
-    conn = auth.connect(None, {'OS_AUTH_TYPE': 'admin_token',
-                               'OS_ENDPOINT': 'http://127.0.0.1:1/v2.1',
-                               'OS_TOKEN': 't'})
+    conn = helpers.connect({'OS_AUTH_TYPE': 'admin_token',
+                            'OS_ENDPOINT': 'http://127.0.0.1:1/v2.1',
+                            'OS_TOKEN': 't'})
     journal = memory.MemoryStateStore()
     cloud = nova.NovaCloud(conn, 'j-1', 'img', 'none', journal, Clock(),
                            user_data=None, unshelve_every_s=0.0)

@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from opie.bot import agent
-from opie.bot.openstack import auth
 from opie.bot.openstack import stores
 from tests.unit.bot import fake_swift
+from tests.unit.bot import helpers
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def conn(swift, tmp_path):
     path.write_text(yaml.safe_dump({'clouds': {'s': {
         'auth_type': 'admin_token',
         'auth': {'endpoint': swift.url, 'token': 'tok-7'}}}}))
-    return auth.connect('s', {'OS_CLIENT_CONFIG_FILE': str(path)})
+    return helpers.connect({'OS_CLIENT_CONFIG_FILE': str(path)}, 's')
 
 
 def test_agent_and_client_share_the_jobs_container(swift, conn):
