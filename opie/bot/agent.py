@@ -17,7 +17,8 @@ meet in the job's object store, where each writes its own objects:
     of the work saved (from ``$OPIE_STATE_DIR/progress`` when the task
     writes it, else estimated from elapsed time), ``object``, ``server``.
 ``results/<task>.json``
-    The result (exit status, end of the output), created only if absent,
+    The result (exit status, end of the output, wall-clock end), created
+    only if absent,
     so a task is committed exactly once however many times it runs; a run
     that finds it there reports ``committed: false`` (a duplicate).
 
@@ -47,6 +48,8 @@ import urllib.request
 OUTPUT_TAIL = 4096
 # Checkpoint archives kept per task besides the newest.
 KEEP_OLD = 1
+# A file being written, renamed to its key when complete.
+TMP_SUFFIX = '.opie-tmp'
 
 
 class DirStore:
@@ -68,7 +71,8 @@ class DirStore:
     def _tmp(self, key, data):
         path = self._path(key)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.')
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.',
+                                   suffix=TMP_SUFFIX)
         with os.fdopen(fd, 'wb') as f:
             f.write(data)
             f.flush()
@@ -101,7 +105,9 @@ class DirStore:
         for top, dirs, files in os.walk(self.root):
             rel = os.path.relpath(top, self.root)
             for name in files:
-                if name.startswith('.'):
+                # Keys end in .json or .tar.gz; a task id may start
+                # with a dot.
+                if name.endswith(TMP_SUFFIX):
                     continue
                 key = name if rel == '.' else '%s/%s' % (
                     rel.replace(os.sep, '/'), name)
@@ -115,18 +121,25 @@ class DirStore:
 
 class TempUrlStore:
     """Objects of one Swift container, each request signed with the
-    container's TempURL key (HMAC-SHA256), so no token is needed."""
+    container's TempURL key (HMAC-SHA256), so no token is needed.
+
+    ``url`` is the container's URL, percent-encoded.  Swift's tempurl
+    middleware HMACs ``METHOD\nEXPIRES\n/v1/ACCOUNT/CONTAINER/OBJECT``
+    over the *decoded* path (the WSGI ``PATH_INFO``) as UTF-8, so the
+    signature covers the plain names while the URL carries them quoted.
+    """
 
     def __init__(self, url, key, ttl_s=300):
-        self.url = url.rstrip('/')
+        parts = urllib.parse.urlsplit(url.rstrip('/'))
+        self.path = urllib.parse.unquote(parts.path)
+        self.url = urllib.parse.urlunsplit(
+            parts[:2] + (urllib.parse.quote(self.path), '', ''))
         self.key = key.encode()
         self.ttl_s = ttl_s
-        self.path = urllib.parse.urlsplit(self.url).path
 
     def _request(self, method, key, data=None, headers=None):
         expires = int(time.time() + self.ttl_s)
-        path = '%s/%s' % (self.path, urllib.parse.quote(key))
-        body = '%s\n%d\n%s' % (method, expires, path)
+        body = '%s\n%d\n%s/%s' % (method, expires, self.path, key)
         sig = hmac.new(self.key, body.encode(), hashlib.sha256).hexdigest()
         url = '%s/%s?temp_url_sig=%s&temp_url_expires=%d' % (
             self.url, urllib.parse.quote(key), sig, expires)
@@ -265,7 +278,7 @@ class Run:
             output = f.read().decode('utf-8', 'replace')
         result = {'task': self.task_id, 'exit_status': rc,
                   'attempt': self.attempt, 'server': self.agent.server,
-                  'output': output}
+                  'output': output, 'ended_at': time.time()}
         committed = self.agent.store.create(
             'results/%s.json' % self.task_id,
             json.dumps(result, sort_keys=True).encode())

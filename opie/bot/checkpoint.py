@@ -18,15 +18,19 @@ import typing
 
 from opie.bot import model
 
+MAX_PER_RUN = 1000
+
 
 def dump_s(policy, task):
     return policy.dump_base_s + policy.dump_per_mb_s * task.memory_mb
 
 
 def count(policy, task, flavor):
-    """Eq. 1: how many checkpoints fit in the overhead budget."""
-    return int(math.floor(task.runtime_on(flavor) * policy.ckpt_overhead
-                          / dump_s(policy, task)))
+    """Eq. 1: how many checkpoints fit in the overhead budget (at most
+    :data:`MAX_PER_RUN`: a dump of a few milliseconds would otherwise
+    ask for millions)."""
+    return min(int(math.floor(task.runtime_on(flavor) * policy.ckpt_overhead
+                              / dump_s(policy, task))), MAX_PER_RUN)
 
 
 def positions(policy, task, flavor):

@@ -1,8 +1,10 @@
 """``opie-bot``: plan, run or simulate a Bag-of-Tasks job.
 
 ``run`` uses the simulated cloud unless ``--backend openstack``; a job on
-a cloud has a journal, so ``resume``, ``status`` and ``cancel`` take its
-id.  ``demo`` runs a job on an in-process OpenStack cloud.
+a cloud has a journal in the user's data directory (``--data-dir``, else
+``$OPIE_BOT_DATA``, else ``~/.local/share/opie-bot``), so ``resume``,
+``status`` and ``cancel`` take its id and ``list`` shows them all.
+``demo`` runs a job on an in-process OpenStack cloud.
 
 Exit codes: 0 done (deadline met), 1 deadline missed (or not finished),
 2 bad input (job file, trace, options, journal), 3 the cloud refused or
@@ -11,16 +13,21 @@ in one line per problem, never as a traceback.
 """
 import argparse
 import json
+import math
 import os
 import sys
+import time
 
+from opie.bot import datadir
 from opie.bot import html
 from opie.bot import jobfile
 from opie.bot import model
 from opie.bot import planner
 from opie.bot import report
 from opie.bot import scenarios
+from opie.bot import schema
 from opie.bot import stats
+from opie.bot import units
 from opie.bot.sim import backend
 from opie.bot.sim import preemption
 
@@ -48,8 +55,12 @@ def _load_plan(args):
     return plan
 
 
-def _fmt_time(seconds):
-    return '%d:%02d' % divmod(int(round(seconds)), 60)
+_fmt_time = units.fmt_time
+
+
+def _percent(fraction):
+    """A saving; none is defined when the baseline costs nothing."""
+    return 'n/a' if fraction is None else '%.1f %%' % (100 * fraction)
 
 
 def cmd_plan(args):
@@ -64,11 +75,12 @@ def cmd_plan(args):
               % (s.key, s.flavor.name, s.market, len(s.tasks),
                  _fmt_time(s.finish), s.expected_cost))
     print('%d preemptible and %d normal servers; expected makespan %s, '
-          'cost $%.4f; normal-only $%.4f (saving %.1f %%)'
+          'cost $%.4f; normal-only $%.4f (saving %s)'
           % (plan.count(model.PREEMPTIBLE), plan.count(model.NORMAL),
              _fmt_time(plan.makespan), plan.expected_cost,
              base.expected_cost,
-             100 * (1 - plan.expected_cost / base.expected_cost)))
+             _percent(1 - plan.expected_cost / base.expected_cost
+                      if base.expected_cost else None)))
     for risk in plan.risks:
         print('risk: %s' % risk)
     return 0
@@ -94,14 +106,15 @@ def _progress_line(snap):
              snap['cost'], snap['slack']), flush=True)
 
 
-def _summary(job, rep, stem):
+def _summary(job, rep, stem, simulated=False):
     res = rep['result']
-    print('%s: makespan %s (deadline %s, %s), cost $%.4f vs normal-only '
-          '$%.4f (saving %.1f %%)' % (
+    print('%s%s: makespan %s (deadline %s, %s), cost $%.4f vs normal-only '
+          '$%.4f (saving %s)' % (
+              'simulated cloud: ' if simulated else '',
               job.name, 'n/a' if res['makespan_s'] is None
               else _fmt_time(res['makespan_s']), _fmt_time(job.deadline_s),
               'met' if res['deadline_met'] else 'MISSED', res['cost'],
-              res['baseline_cost'], 100 * res['saving']))
+              res['baseline_cost'], _percent(res['saving'])))
     for note in rep['misses']:
         print('miss: %s' % note)
     print('report: %s.json, %s.html' % (stem, stem))
@@ -111,6 +124,13 @@ def _summary(job, rep, stem):
 def cmd_run(args):
     if args.backend == 'openstack':
         return _cloud_command(_run_openstack, args)
+    given = [option for option, dest in CLOUD_OPTIONS
+             if getattr(args, dest) is not None]
+    if given:
+        raise InputError('opie-bot run: %s %s --backend openstack '
+                         '(without it the job is simulated)'
+                         % (', '.join(given),
+                            'needs' if len(given) == 1 else 'need'))
     plan = _load_plan(args)
     job = plan.job
     kwargs = _preemption_args(args, job)
@@ -118,9 +138,13 @@ def cmd_run(args):
                          progress=None if args.quiet else _progress_line,
                          progress_every=args.progress_every, **kwargs)
     rep = report.build(result, report.baseline(plan, backend.run))
-    stem = _write_report(rep, args.report_dir, '%s-%s-seed%d' % (
+    stem = _write_report(rep, _report_dir(args), '%s-%s-seed%d' % (
         job.name, args.scenario or 'run', args.seed))
-    return _summary(job, rep, stem)
+    return _summary(job, rep, stem, simulated=True)
+
+
+def _report_dir(args):
+    return args.report_dir or datadir.reports(args.data_dir)
 
 
 def _write_report(rep, directory, name):
@@ -153,10 +177,12 @@ def _cloud_command(command, args):
 
 
 def _settings(live, args):
-    return live.Settings(
-        cloud=args.os_cloud, image=args.image, network=args.network,
-        store=args.store, speed=args.speed, poll_s=args.poll,
-        agent_poll_s=args.agent_poll, retries=args.retries)
+    given = {field: getattr(args, dest) for field, dest in (
+        ('cloud', 'os_cloud'), ('image', 'image'), ('network', 'network'),
+        ('store', 'store'), ('speed', 'speed'), ('poll_s', 'poll'),
+        ('agent_poll_s', 'agent_poll'), ('retries', 'retries'))}
+    return live.Settings(**{k: v for k, v in given.items()
+                            if v is not None})
 
 
 def _drive(live, ctx, args):
@@ -164,7 +190,7 @@ def _drive(live, ctx, args):
     finished = live.loop(ctx, progress,
                          ctx.clock.wall_s(args.progress_every))
     rep = live.build_report(ctx)
-    stem = _write_report(rep, args.report_dir, ctx.job_id)
+    stem = _write_report(rep, _report_dir(args), ctx.job_id)
     code = _summary(ctx.plan.job, rep, stem)
     counts = rep['counts']
     print('preemptions %d, migrations %d, checkpoints %d, restores %d, '
@@ -179,13 +205,14 @@ def _drive(live, ctx, args):
 def _run_openstack(live, args):
     plan = _load_plan(args)
     ctx = live.start(plan, args.job, _settings(live, args),
-                     args.journal_dir)
+                     datadir.jobs(args.data_dir))
     return _drive(live, ctx, args)
 
 
 def cmd_resume(args):
     def resume(live, args):
-        ctx = live.resume(args.journal_dir, args.job_id, args.os_cloud)
+        ctx = live.resume(datadir.jobs(args.data_dir), args.job_id,
+                          args.os_cloud)
         print('job %s resumed' % ctx.job_id, flush=True)
         return _drive(live, ctx, args)
     return _cloud_command(resume, args)
@@ -193,9 +220,13 @@ def cmd_resume(args):
 
 def cmd_status(args):
     def status(live, args):
-        st = live.status(args.journal_dir, args.job_id)
-        print('job %(job_id)s: %(status)s, %(done)d/%(tasks)d tasks done '
-              'at t=%(t).0f s' % st)
+        st = live.status(datadir.jobs(args.data_dir), args.job_id)
+        if args.format == 'json':
+            _print_json(st)
+            return 0
+        print('job %s: %s, %d/%d tasks done at %s of job time' % (
+            st['job_id'], _state(st), st['done'], st['tasks'],
+            _fmt_time(st['t'])))
         print('live servers: %d preemptible, %d normal; preemptions %d, '
               'migrations %d, duplicate runs %d' % (
                   st['servers'][model.PREEMPTIBLE],
@@ -205,9 +236,40 @@ def cmd_status(args):
     return _cloud_command(status, args)
 
 
+def _state(st):
+    if st['status'] == 'paused':
+        return 'paused (no client drives it: opie-bot resume %s)' \
+            % st['job_id']
+    return st['status']
+
+
+def cmd_list(args):
+    def list_(live, args):
+        found = live.jobs(datadir.jobs(args.data_dir))
+        if args.format == 'json':
+            _print_json(found)
+            return 0
+        if not found:
+            print('no jobs in %s' % datadir.jobs(args.data_dir))
+            return 0
+        print('%-28s %-9s %9s  %s' % ('JOB', 'STATUS', 'TASKS', 'STARTED'))
+        for st in found:
+            print('%-28s %-9s %9s  %s' % (
+                st['job_id'], st['status'],
+                '%d/%d' % (st['done'], st['tasks']),
+                time.strftime('%Y-%m-%d %H:%M',
+                              time.localtime(st['started'] or 0))))
+        return 0
+    return _cloud_command(list_, args)
+
+
+def _print_json(value):
+    print(json.dumps(value, indent=1, sort_keys=True))
+
+
 def cmd_cancel(args):
     def cancel(live, args):
-        live.cancel(args.journal_dir, args.job_id, args.os_cloud)
+        live.cancel(datadir.jobs(args.data_dir), args.job_id, args.os_cloud)
         print('job %s cancelled: its servers and objects are deleted'
               % args.job_id)
         return 0
@@ -244,50 +306,98 @@ def cmd_sim(args):
 
 
 def _limit_options(parser):
-    parser.add_argument('--normal-limit', type=int, metavar='N',
+    parser.add_argument('--normal-limit', type=_count, metavar='N',
                         help='replace every flavor\'s normal limit')
-    parser.add_argument('--max-normal', type=int, metavar='N',
+    parser.add_argument('--max-normal', type=_count, metavar='N',
                         help='with --normal-limit: the total normal limit')
 
 
-JOURNAL_DIR = 'opie-bot-jobs'
+# Far beyond any sensible poll interval, speed or expected preemptions.
+MAX_OPTION = 1e6
+# run's options of the openstack backend: (option, attribute).
+CLOUD_OPTIONS = (('--os-cloud', 'os_cloud'), ('--image', 'image'),
+                 ('--network', 'network'), ('--store', 'store'),
+                 ('--speed', 'speed'), ('--poll', 'poll'),
+                 ('--agent-poll', 'agent_poll'), ('--retries', 'retries'))
 
 
-def _positive(text):
+def _number(text, low, high, kind=float, low_included=True):
+    """An option's value as ``kind`` within [low, high] (or (low, high]),
+    finite, or an error naming it."""
     try:
-        value = float(text)
+        value = kind(text)
     except ValueError:
-        value = 0.0
-    if value <= 0:
-        raise argparse.ArgumentTypeError('%r is not a positive number'
-                                         % text)
+        value = None
+    if value is None or not (math.isfinite(value) and value <= high
+                             and (value >= low if low_included
+                                  else value > low)):
+        raise argparse.ArgumentTypeError('%r is not a number in %s%s, %s]'
+                                         % (text, '[' if low_included
+                                            else '(', low, high))
     return value
 
 
+def _positive(text):
+    return _number(text, 0, MAX_OPTION, low_included=False)
+
+
+def _non_negative(text):
+    return _number(text, 0, MAX_OPTION)
+
+
+def _count(text):
+    return _number(text, 0, schema.MAX_COUNT, kind=int)
+
+
 def _cloud_options(parser):
+    # No defaults here: an option given without --backend openstack is
+    # an error, and live.Settings holds the defaults.
     group = parser.add_argument_group('openstack backend')
     group.add_argument('--os-cloud', metavar='NAME',
                        help='cloud of clouds.yaml (default: $OS_CLOUD, '
                        'else the OS_* variables)')
-    group.add_argument('--image', default='cirros',
-                       help='image name or id with python3 and cloud-init')
-    group.add_argument('--network', default='auto',
-                       help='network id, auto or none')
-    group.add_argument('--store', default='swift',
-                       help='swift, or file:///PATH shared with the servers')
-    group.add_argument('--speed', type=_positive, default=1.0,
-                       help='job seconds per wall second (demo clouds)')
-    group.add_argument('--poll', type=_positive, default=5.0,
-                       metavar='SECONDS', help='wall seconds between polls')
-    group.add_argument('--agent-poll', type=_positive, default=5.0,
-                       metavar='SECONDS')
-    group.add_argument('--retries', type=int, default=0,
-                       help='reruns of a task whose command fails')
-    group.add_argument('--journal-dir', default=JOURNAL_DIR)
+    group.add_argument('--image',
+                       help='image name or id with python3 and cloud-init '
+                       '(default cirros)')
+    group.add_argument('--network', help='network id, auto (default) or '
+                       'none')
+    group.add_argument('--store',
+                       help='swift (default), or file:///PATH shared with '
+                       'the servers')
+    group.add_argument('--speed', type=_positive,
+                       help='job seconds per wall second (demo clouds; '
+                       'default 1)')
+    group.add_argument('--poll', type=_positive, metavar='SECONDS',
+                       help='wall seconds between polls (default 5)')
+    group.add_argument('--agent-poll', type=_positive, metavar='SECONDS',
+                       help='wall seconds between agent polls (default 5)')
+    group.add_argument('--retries', type=_count,
+                       help='reruns of a task whose command fails '
+                       '(default 0)')
+
+
+def _data_dir_option(parser):
+    parser.add_argument('--data-dir', default=datadir.default(),
+                        metavar='DIR',
+                        help='where jobs and reports are kept (default: '
+                        '$%s, else ~/.local/share/opie-bot)' % datadir.ENV)
+
+
+def _format_option(parser):
+    parser.add_argument('-f', '--format', choices=['text', 'json'],
+                        default='text')
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad options are one line naming the option, and exit status 2."""
+
+    def error(self, message):
+        self.exit(EXIT_INPUT, '%s: error: %s (see %s --help)\n'
+                  % (self.prog, message, self.prog))
 
 
 def parser():
-    p = argparse.ArgumentParser(prog='opie-bot', description=__doc__)
+    p = _Parser(prog='opie-bot', description=__doc__)
     sub = p.add_subparsers(dest='command', required=True)
 
     sp = sub.add_parser('plan', help='Dspot, primary map, expected cost')
@@ -303,19 +413,21 @@ def parser():
                        help='preemption scenario of HADS Table 8')
     group.add_argument('--trace', metavar='CSV',
                        help='replay preemptions (time_s,flavor,event)')
-    sp.add_argument('--kh', type=float, default=0.0,
+    sp.add_argument('--kh', type=_non_negative, default=0.0,
                     help='expected preemptions per flavor over D')
-    sp.add_argument('--kr', type=float, default=0.0,
+    sp.add_argument('--kr', type=_non_negative, default=0.0,
                     help='expected resumes per flavor over D')
     sp.add_argument('--seed', type=int, default=0)
     sp.add_argument('--mode', choices=preemption.MODES,
                     default=preemption.HIBERNATE)
-    sp.add_argument('--report-dir', default='opie-bot-reports')
-    sp.add_argument('--progress-every', type=float, default=120.0,
+    sp.add_argument('--report-dir', metavar='DIR',
+                    help='where the report goes (default: DATA_DIR/reports)')
+    sp.add_argument('--progress-every', type=_positive, default=120.0,
                     metavar='SECONDS', help='simulated seconds per line')
     sp.add_argument('--quiet', action='store_true')
     _limit_options(sp)
     _cloud_options(sp)
+    _data_dir_option(sp)
     sp.set_defaults(func=cmd_run)
 
     for name, func, text in (
@@ -324,18 +436,30 @@ def parser():
             ('cancel', cmd_cancel, "delete a job's servers and objects")):
         sp = sub.add_parser(name, help=text)
         sp.add_argument('job_id')
-        sp.add_argument('--journal-dir', default=JOURNAL_DIR)
-        sp.add_argument('--os-cloud', metavar='NAME',
-                        help='override the cloud the job was started on')
-        sp.add_argument('--report-dir', default='opie-bot-reports')
-        sp.add_argument('--progress-every', type=float, default=120.0,
-                        metavar='SECONDS')
-        sp.add_argument('--quiet', action='store_true')
+        _data_dir_option(sp)
+        if name == 'status':
+            _format_option(sp)
+        else:
+            sp.add_argument('--os-cloud', metavar='NAME',
+                            help='override the cloud the job was started '
+                            'on')
+        if name == 'resume':
+            sp.add_argument('--report-dir', metavar='DIR',
+                            help='where the report goes (default: '
+                            'DATA_DIR/reports)')
+            sp.add_argument('--progress-every', type=_positive,
+                            default=120.0, metavar='SECONDS')
+            sp.add_argument('--quiet', action='store_true')
         sp.set_defaults(func=func)
+
+    sp = sub.add_parser('list', help='the jobs of the data directory')
+    _data_dir_option(sp)
+    _format_option(sp)
+    sp.set_defaults(func=cmd_list)
 
     sp = sub.add_parser('demo', help='a job on an in-process OpenStack '
                         'cloud with the OPIE scheduler, preempted')
-    sp.add_argument('--speed', type=float, default=30.0,
+    sp.add_argument('--speed', type=_positive, default=30.0,
                     help='job seconds per wall second')
     sp.add_argument('--workdir', help='keep the demo\'s files here')
     sp.set_defaults(func=cmd_demo)
@@ -343,7 +467,8 @@ def parser():
     sp = sub.add_parser('sim', help='statistics over scenarios and seeds')
     sp.add_argument('job')
     sp.add_argument('--scenarios', default='sc1..sc7')
-    sp.add_argument('--seeds', type=int, default=10)
+    sp.add_argument('--seeds', type=lambda text: _number(
+        text, 1, schema.MAX_COUNT, kind=int), default=10)
     sp.add_argument('--mode', choices=preemption.MODES,
                     default=preemption.HIBERNATE)
     _limit_options(sp)
@@ -353,14 +478,16 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    if getattr(args, 'seeds', 1) < 1:
-        print('opie-bot: --seeds must be at least 1', file=sys.stderr)
-        return EXIT_INPUT
     try:
         return args.func(args)
     except InputError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INPUT
+    except BrokenPipeError:
+        # The reader (``| head``) has all it wanted: stop quietly, and
+        # keep the interpreter from complaining as it flushes stdout.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == '__main__':

@@ -11,7 +11,12 @@ onto [min, max] and its interior bent by a power until the mean matches
 ED200).
 """
 import itertools
+import math
 import random
+
+
+# Tasks a job may have: ten times the largest the benchmarks time.
+MAX_TASKS = 100000
 
 
 class GeneratorError(ValueError):
@@ -83,8 +88,11 @@ def expand(gen):
     """Task entries (dicts shaped like ``tasks`` items) of one generator."""
     sweep = gen.get('sweep', {})
     names = list(sweep)
+    n = math.prod(len(sweep[k]) for k in names) * gen.get('count', 1)
+    if n > MAX_TASKS:
+        raise GeneratorError('count', '%d tasks, more than the %d a job '
+                             'may have' % (n, MAX_TASKS))
     combos = list(itertools.product(*(sweep[k] for k in names)))
-    n = len(combos) * gen.get('count', 1)
     rng = random.Random(gen.get('seed', 0))
     runtime_key = 'runtime_s' if 'runtime_s' in gen else 'runtime_ref_s'
     runtimes = _values(rng, gen.get(runtime_key, 0.0), n, runtime_key)

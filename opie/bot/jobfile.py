@@ -4,7 +4,15 @@ Every error names the file, the line and the field, e.g.
 ``j60.yaml:14: tasks[3].memory_mb: -1 is less than the minimum of 0``, so a
 tenant can fix the file without reading a traceback.  JSON is read with the
 YAML parser (JSON is YAML) so that both get line numbers.
+
+Hostile files end the same way, in bounded time and memory: numbers that
+are not finite or do not fit a float, strings with a NUL, nesting deeper
+than any job needs, aliases that expand past :data:`MAX_NODES` values,
+more than :data:`generate.MAX_TASKS` tasks.
 """
+import math
+import re
+
 import jsonschema
 import yaml
 
@@ -13,6 +21,12 @@ from opie.bot import model
 from opie.bot import schema
 
 _DEFAULT_LIMIT = 5
+# Values a file may expand to (aliases included); far above any real job.
+MAX_NODES = 2000000
+MAX_DEPTH = 12
+# A task id names objects and files: no path separator, no control
+# character.
+TASK_ID = re.compile(r'[^/\\\x00-\x1f\x7f]{1,200}')
 
 
 class JobFileError(Exception):
@@ -35,13 +49,25 @@ def field_name(path):
     return out or '(top level)'
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML 1.1 as PyYAML reads it, but numbers in JSON's (and YAML
+    1.2's) exponent form, such as ``1e-3``, are numbers, not strings."""
+
+
+_Loader.add_implicit_resolver(
+    'tag:yaml.org,2002:float',
+    re.compile(r'^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$'),
+    list('-+0123456789.'))
+
+
 class _Source:
     """Parsed data plus the line of every path in it."""
 
     def __init__(self, filename, text):
         self.filename = filename
         self.lines = {}
-        loader = yaml.SafeLoader(text)
+        self.nodes = 0
+        loader = _Loader(text)
         try:
             node = loader.get_single_node()
             if node is None:
@@ -52,10 +78,19 @@ class _Source:
             line = mark.line + 1 if mark else 1
             raise JobFileError(['%s:%d: not valid YAML or JSON: %s'
                                 % (filename, line, exc.problem)]) from None
+        except RecursionError:
+            raise JobFileError(['%s: nested too deeply' % filename]) \
+                from None
         finally:
             loader.dispose()
 
     def _build(self, loader, node, path):
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise self.error((), 'more than %d values (an alias that '
+                             'expands too far?)' % MAX_NODES)
+        if len(path) > MAX_DEPTH:
+            raise self.error(path[:MAX_DEPTH], 'nested too deeply')
         self.lines.setdefault(path, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             loader.flatten_mapping(node)
@@ -74,7 +109,18 @@ class _Source:
         if isinstance(node, yaml.SequenceNode):
             return [self._build(loader, child, path + (i,))
                     for i, child in enumerate(node.value)]
-        return loader.construct_object(node)
+        return self._scalar(path, loader.construct_object(node))
+
+    def _scalar(self, path, value):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and abs(value) > 2 ** 53:
+            raise self.error(path, 'number too large')
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.error(path, '%s is not a finite number' % value)
+        if isinstance(value, str) and '\x00' in value:
+            raise self.error(path, 'contains a NUL character')
+        return value
 
     def line(self, path):
         path = tuple(path)
@@ -160,6 +206,10 @@ def _task_entries(src):
 def _tasks(src, flavors):
     tasks, seen = [], {}
     for path, entry in _task_entries(src):
+        if not TASK_ID.fullmatch(entry['id']):
+            raise src.error(path + ('id',), 'task id %r: 1 to 200 '
+                            'characters, no / or \\ or control character'
+                            % entry['id'])
         if entry['id'] in seen:
             raise src.error(path + ('id',), 'duplicate task id %r (first '
                             'at line %d)' % (entry['id'], seen[entry['id']]))
@@ -175,6 +225,9 @@ def _tasks(src, flavors):
                             '%s MB fits no flavor a normal server may use'
                             % task.memory_mb)
         tasks.append(task)
+        if len(tasks) > generate.MAX_TASKS:
+            raise src.error(path, 'more than %d tasks'
+                            % generate.MAX_TASKS)
     if not tasks:
         raise src.error((), 'the job has no tasks (give tasks or generate)')
     return tuple(tasks)

@@ -7,10 +7,21 @@ is committed before the call that appended it returns, so a client killed
 at any point leaves every decision it acted on in the journal, and
 ``opie-bot resume`` continues from there.
 
-Credentials never come here: the settings name a cloud of clouds.yaml or
-say "OS_* variables", and :func:`check_clean` refuses a record that holds
-a value the client knows to be secret.
+One client drives a job at a time: :meth:`Journal.lock` takes an
+exclusive ``flock`` on ``<journal>.lock``, which the OS releases when the
+holder exits or dies, so a second ``resume`` (or a ``cancel`` while a
+client runs) stops with one line before it reads or touches anything,
+and a crashed client never leaves a stale lock behind.
+
+Credentials never come here: the settings are the tenant's own job file
+and options, which name a cloud of clouds.yaml or say "OS_* variables",
+and :func:`redacted` blanks any value the client knows to be secret out
+of the text a record carries.  Records are ids the
+job file or the cloud chose and numbers the client computed; a short
+password that happens to occur in a task id or in a float is no leak, and
+must not make the job unrunnable, so only free text is searched.
 """
+import fcntl
 import json
 import os
 import sqlite3
@@ -31,8 +42,14 @@ class JournalError(Exception):
     """The journal is missing, unreadable or not a job's."""
 
 
-class SecretLeak(Exception):
-    """A record would have stored a secret."""
+class JournalBusy(JournalError):
+    """Another client drives the job."""
+
+
+# Fields holding ids chosen by the job file or the cloud, never free text.
+IDENTIFIERS = frozenset(('event', 'task', 'server', 'key', 'flavor',
+                         'market', 'src', 'dst', 'reason', 'image'))
+REDACTED = '[redacted]'
 
 
 def path_for(directory, job_id):
@@ -55,9 +72,44 @@ class Journal(ports.StateStore):
             raise JournalError('%s: %s' % (path, exc)) from None
         self.path = path
         self.secrets = ()
+        self._lock = None
 
     def close(self):
         self._db.close()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    # -- one writer ---------------------------------------------------------
+
+    def lock(self):
+        """Become the job's only writer, or :class:`JournalBusy`."""
+        fd = os.open(self.path + '.lock', os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors='replace').strip()
+            os.close(fd)
+            raise JournalBusy(
+                'another opie-bot (pid %s) is driving this job; stop it '
+                'first' % (holder or '?')) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, b'%d\n' % os.getpid())
+        self._lock = fd
+
+    def driven(self):
+        """True while some client holds the job's lock."""
+        try:
+            fd = os.open(self.path + '.lock', os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
 
     # -- settings ---------------------------------------------------------
 
@@ -78,8 +130,7 @@ class Journal(ports.StateStore):
     # -- the port ---------------------------------------------------------
 
     def append(self, record):
-        body = json.dumps(record, sort_keys=True)
-        check_clean(body, self.secrets)
+        body = json.dumps(redacted(record, self.secrets), sort_keys=True)
         self._db.execute(
             'INSERT INTO records (t, event, body) VALUES (?, ?, ?)',
             (record['t'], record['event'], body))
@@ -89,7 +140,14 @@ class Journal(ports.StateStore):
             'SELECT body FROM records ORDER BY seq')]
 
 
-def check_clean(text, secrets):
-    for secret in secrets:
-        if secret and secret in text:
-            raise SecretLeak('refusing to write a secret to the journal')
+def redacted(value, secrets, field=None):
+    """``value`` with every secret blanked out of its free text."""
+    if isinstance(value, dict):
+        return {k: redacted(v, secrets, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redacted(v, secrets, field) for v in value]
+    if isinstance(value, str) and field not in IDENTIFIERS:
+        for secret in secrets:
+            if secret:
+                value = value.replace(secret, REDACTED)
+    return value

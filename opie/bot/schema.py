@@ -5,15 +5,25 @@ names used by tasks, unique ids, generator ranges) is checked by
 :mod:`opie.bot.jobfile` after it.
 """
 
-_POS = {'type': 'number', 'exclusiveMinimum': 0}
-_NONNEG = {'type': 'number', 'minimum': 0}
+from opie.bot import generate
+
+# Bounds far beyond any real job that keep planning finite: a deadline
+# (and a run time) of at most 30 days, any other number at most 1e9.
+MAX_SECONDS = 30 * 86400
+MAX_VALUE = 1e9
+MAX_COUNT = 10000
+_POS = {'type': 'number', 'exclusiveMinimum': 0, 'maximum': MAX_VALUE}
+_NONNEG = {'type': 'number', 'minimum': 0, 'maximum': MAX_VALUE}
+_SECONDS = {'type': 'number', 'exclusiveMinimum': 0,
+            'maximum': MAX_SECONDS}
+_COUNT = {'type': 'integer', 'minimum': 0, 'maximum': MAX_COUNT}
 _DIST = {
     'type': 'object',
     'description': 'values drawn with the generator seed so that their '
                    'minimum, mean and maximum are exactly these',
     'additionalProperties': False,
     'required': ['min', 'avg', 'max'],
-    'properties': {'min': _POS, 'avg': _POS, 'max': _POS},
+    'properties': {'min': _SECONDS, 'avg': _SECONDS, 'max': _SECONDS},
 }
 _DIST_NONNEG = dict(_DIST, properties={'min': _NONNEG, 'avg': _NONNEG,
                                        'max': _NONNEG})
@@ -24,8 +34,7 @@ _MARKET_PRICES = {
 }
 _MARKET_LIMITS = {
     'type': 'object', 'additionalProperties': False,
-    'properties': {'preemptible': {'type': 'integer', 'minimum': 0},
-                   'normal': {'type': 'integer', 'minimum': 0}},
+    'properties': {'preemptible': _COUNT, 'normal': _COUNT},
 }
 _INPUTS = {'type': 'array', 'items': {'type': 'string'}}
 
@@ -40,20 +49,26 @@ SCHEMA = {
             'type': 'object', 'additionalProperties': False,
             'required': ['name', 'deadline_s'],
             'properties': {
-                'name': {'type': 'string', 'minLength': 1},
+                # The job id (name + 7) names Nova servers, a tag of at
+                # most 60 characters, files and objects.
+                'name': {'type': 'string',
+                         'pattern': '^[A-Za-z0-9][A-Za-z0-9_.-]{0,43}$'},
                 'description': {'type': 'string'},
-                'deadline_s': _POS,
+                'deadline_s': _SECONDS,
             },
         },
         'policy': {
             'type': 'object', 'additionalProperties': False,
             'properties': {
-                'ac_s': _POS,
-                'alpha_s': _NONNEG,
+                'ac_s': _SECONDS,
+                'alpha_s': {'type': 'number', 'minimum': 0,
+                            'maximum': MAX_SECONDS},
                 'ckpt_overhead': {'type': 'number', 'minimum': 0,
                                   'exclusiveMaximum': 1},
-                'max_normal': {'type': 'integer', 'minimum': 1},
-                'dspot': {'oneOf': [{'enum': ['paper', 'code']}, _NONNEG]},
+                'max_normal': dict(_COUNT, minimum=1),
+                'dspot': {'oneOf': [{'enum': ['paper', 'code']},
+                                    {'type': 'number', 'minimum': 0,
+                                     'maximum': MAX_SECONDS}]},
                 'checkpoints': {'enum': ['interior', 'paper']},
                 'dump_base_s': _POS,
                 'dump_per_mb_s': _NONNEG,
@@ -65,7 +80,8 @@ SCHEMA = {
                 'type': 'object', 'additionalProperties': False,
                 'required': ['vcpus', 'ram_gb', 'gflops', 'price_h'],
                 'properties': {
-                    'vcpus': {'type': 'integer', 'minimum': 1},
+                    'vcpus': {'type': 'integer', 'minimum': 1,
+                              'maximum': 1024},
                     'ram_gb': _POS,
                     'gflops': _POS,
                     'price_h': _MARKET_PRICES,
@@ -83,10 +99,10 @@ SCHEMA = {
                     'command': {'type': 'string'},
                     'memory_mb': _NONNEG,
                     'runtime_s': {'oneOf': [
-                        _POS,
+                        _SECONDS,
                         {'type': 'object', 'minProperties': 1,
-                         'additionalProperties': _POS}]},
-                    'runtime_ref_s': _POS,
+                         'additionalProperties': _SECONDS}]},
+                    'runtime_ref_s': _SECONDS,
                     'ref_flavor': {'type': 'string'},
                     'inputs': _INPUTS,
                 },
@@ -99,7 +115,8 @@ SCHEMA = {
                 'required': ['id'],
                 'properties': {
                     'id': {'type': 'string', 'minLength': 1},
-                    'count': {'type': 'integer', 'minimum': 1},
+                    'count': {'type': 'integer', 'minimum': 1,
+                              'maximum': generate.MAX_TASKS},
                     'sweep': {
                         'type': 'object', 'minProperties': 1,
                         'additionalProperties': {'type': 'array',
@@ -107,8 +124,8 @@ SCHEMA = {
                     'seed': {'type': 'integer'},
                     'command': {'type': 'string'},
                     'memory_mb': {'oneOf': [_NONNEG, _DIST_NONNEG]},
-                    'runtime_s': {'oneOf': [_POS, _DIST]},
-                    'runtime_ref_s': {'oneOf': [_POS, _DIST]},
+                    'runtime_s': {'oneOf': [_SECONDS, _DIST]},
+                    'runtime_ref_s': {'oneOf': [_SECONDS, _DIST]},
                     'ref_flavor': {'type': 'string'},
                     'inputs': _INPUTS,
                 },

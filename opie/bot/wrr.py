@@ -16,7 +16,12 @@ _LOW, _HIGH = 1, 3
 
 
 def weights(flavors):
-    raw = {f.name: f.gflops / f.price_h[model.PREEMPTIBLE] for f in flavors}
+    # A free flavor gives the most Gflops per dollar there can be.
+    raw = {f.name: f.gflops / f.price_h[model.PREEMPTIBLE]
+           if f.price_h[model.PREEMPTIBLE] else math.inf for f in flavors}
+    if math.inf in raw.values():
+        return {name: _HIGH if w == math.inf else _LOW
+                for name, w in raw.items()}
     lo, hi = min(raw.values()), max(raw.values())
     if hi == lo:
         return {name: _LOW for name in raw}

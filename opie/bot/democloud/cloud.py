@@ -104,8 +104,12 @@ class InProcessCloud(harness.OpieHarness):
                 name=name, vcpu=vcpus, memory_mb=memory_mb, disk=disk_gb,
                 ephemeral=0, extra_spec=specs)
         self.image = nova_fixtures.GlanceFixture.image1['id']
-        self.token = secrets.token_urlsafe(24)
+        self.token = self.make_token()
         self._serve()
+
+    def make_token(self):
+        """The one token the cloud accepts."""
+        return secrets.token_urlsafe(24)
 
     def _setup_compute_service(self):
         virt.AgentDriver.guests = self.guests

@@ -67,17 +67,14 @@ def client_command(image, job_path, workdir, speed, extra=(),
             '--image', image, '--network', 'none',
             '--store', 'file://' + os.path.join(workdir, 'store'),
             '--speed', str(speed), '--poll', '0.3', '--agent-poll', '0.3',
-            '--journal-dir', os.path.join(workdir, 'jobs'),
-            '--report-dir', os.path.join(workdir, 'reports'),
-            '--progress-every', '150'] + list(extra)
+            '--data-dir', workdir, '--progress-every', '150'] + list(extra)
 
 
 def resume_command(workdir, job_id, verb='resume'):
     """``opie-bot resume`` (or ``status``, ``cancel``) of a demo job."""
-    return [sys.executable, '-m', 'opie.bot.cli', verb, job_id,
-            '--journal-dir', os.path.join(workdir, 'jobs'),
-            '--report-dir', os.path.join(workdir, 'reports'),
-            '--progress-every', '150']
+    argv = [sys.executable, '-m', 'opie.bot.cli', verb, job_id,
+            '--data-dir', workdir]
+    return argv + (['--progress-every', '150'] if verb == 'resume' else [])
 
 
 def client_env(workdir):

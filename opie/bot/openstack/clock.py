@@ -20,7 +20,11 @@ class RealClock(ports.Clock):
         self._seq = itertools.count()
 
     def now(self):
-        return (time.time() - self.t0) * self.speed
+        return self.job_time(time.time())
+
+    def job_time(self, wall):
+        """Job time at wall-clock time ``wall`` (epoch seconds)."""
+        return (wall - self.t0) * self.speed
 
     def call_at(self, when, callback, *args):
         handle = [when, next(self._seq), callback, args, True]

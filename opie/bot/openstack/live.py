@@ -114,15 +114,16 @@ def _guard(call, *args):
         raise CloudError(errors.describe(exc)) from None
 
 
-def start(plan, job_path, settings, journal_dir):
+def start(plan, job_path, settings, jobs_dir):
     """Validate against the cloud, then create the journal and start."""
     with open(job_path, encoding='utf-8') as f:
         source = f.read()
     job = plan.job
     job_id = '%s-%s' % (job.name, secrets.token_hex(3))
     conn = _connect(settings)
-    path = journal_mod.path_for(journal_dir, job_id)
+    path = journal_mod.path_for(jobs_dir, job_id)
     journal = journal_mod.Journal(path, create=True)
+    journal.lock()
     journal.secrets = conn.secrets
     t0 = time.time()
     try:
@@ -130,6 +131,7 @@ def start(plan, job_path, settings, journal_dir):
     except CloudError:
         journal.close()
         os.unlink(path)
+        os.unlink(path + '.lock')
         raise
     journal.set_meta(job_id=job_id, job_source=source, job_path=job_path,
                      settings=dataclasses.asdict(settings), t0=t0,
@@ -139,11 +141,17 @@ def start(plan, job_path, settings, journal_dir):
     return ctx
 
 
-def _load(journal_dir, job_id):
-    path = journal_mod.path_for(journal_dir, job_id)
+def _load(jobs_dir, job_id, lock=False):
+    """The job's journal, settings and job; ``lock``: as its only
+    writer."""
+    path = journal_mod.path_for(jobs_dir, job_id)
     try:
         journal = journal_mod.Journal(path)
+        if lock:
+            journal.lock()
         meta = journal.meta()
+    except journal_mod.JournalBusy as exc:
+        raise CloudError('job %s: %s' % (job_id, exc)) from None
     except journal_mod.JournalError as exc:
         raise ValueError(str(exc)) from None
     if 'job_source' not in meta:
@@ -152,10 +160,10 @@ def _load(journal_dir, job_id):
     return journal, meta, job
 
 
-def _reopen(journal_dir, job_id, cloud):
-    """Load a journalled job and connect to its cloud (``cloud``, when
-    given, overrides the journalled one)."""
-    journal, meta, job = _load(journal_dir, job_id)
+def _reopen(jobs_dir, job_id, cloud):
+    """Take over a journalled job and connect to its cloud (``cloud``,
+    when given, overrides the journalled one)."""
+    journal, meta, job = _load(jobs_dir, job_id, lock=True)
     settings = Settings(**meta['settings'])
     if cloud:
         settings.cloud = cloud
@@ -163,8 +171,8 @@ def _reopen(journal_dir, job_id, cloud):
     return journal, meta, job, settings, conn
 
 
-def resume(journal_dir, job_id, cloud=None):
-    journal, meta, job, settings, conn = _reopen(journal_dir, job_id, cloud)
+def resume(jobs_dir, job_id, cloud=None):
+    journal, meta, job, settings, conn = _reopen(jobs_dir, job_id, cloud)
     plan = planner.primary_map(job)
     ctx = _guard(Job, journal, plan, settings, job_id, meta['t0'], conn)
     _guard(_adopt, ctx, job)
@@ -174,13 +182,14 @@ def resume(journal_dir, job_id, cloud=None):
 def _adopt(ctx, job):
     records = ctx.journal.records()
     now = ctx.clock.now()
-    created, gone, active, deleting = {}, set(), set(), set()
-    started = {}
+    created, intents = _owned(records)
+    gone, active, deleting = set(), set(), set()
+    started, finished = {}, set()
     attempts = collections.Counter()
     for r in records:
         ev = r['event']
-        if ev == 'server_create':
-            created[r['server']] = r
+        if ev == 'task_finish':
+            finished.add(r['task'])
         elif ev in ('server_delete', 'server_preempted'):
             gone.add(r['server'])
         elif ev == 'server_active':
@@ -191,8 +200,6 @@ def _adopt(ctx, job):
             started[(r['task'], r['server'])] = r['t']
             attempts[r['task']] += 1
     cloud, runner = ctx.cloud, ctx.runner
-    # Orphans (never journalled as created) the next orphans() call finds
-    # again if their delete did not happen.
     for sid in (deleting & created.keys()) - gone:
         # Deleted (or about to be) when the client died.
         cloud.adopt(sid, scheduler_mod.server_name(job, created[sid]['key']),
@@ -201,15 +208,14 @@ def _adopt(ctx, job):
         ctx.journal.append({'t': now, 'event': 'server_delete',
                             'server': sid, 'reason': 'resumed delete'})
         gone.add(sid)
-    for sid, name in cloud.orphans():
-        if sid in created:
-            continue
-        cloud.adopt(sid, name, nova.BUILD)
+    for sid, key in cloud.orphans(intents):
+        cloud.adopt(sid, scheduler_mod.server_name(job, key), nova.BUILD)
         cloud.delete_server(sid)
         ctx.journal.append({'t': now, 'event': 'orphan_delete',
                             'server': sid})
     runner.attempts.update(attempts)
     done = runner.results()
+    _journal_finished_while_away(ctx, created, done - finished, now)
     adopted = []
     for sid, r in created.items():
         if sid in gone:
@@ -227,6 +233,41 @@ def _adopt(ctx, job):
                       if r['key'].startswith('m')] or [0])
     ctx.scheduler.adopt(adopted, done, new_normal)
     ctx.resumed = True
+
+
+def _owned(records):
+    """What the job created: ``{server id: its server_create record}``,
+    and ``{nonce: key}`` of the create calls whose answer was never
+    journalled (one writer makes one call at a time, so an answer belongs
+    to the intent just before it)."""
+    created, intents = {}, {}
+    for r in records:
+        if r['event'] == 'server_creating':
+            intents[r['nonce']] = r['key']
+        elif r['event'] == 'server_create':
+            if intents:
+                intents.popitem()
+            created[r['server']] = r
+    return created, intents
+
+
+def _journal_finished_while_away(ctx, created, tasks, now):
+    """Tasks committed while no client ran end in the journal as any
+    other, at the time and on the server whose agent committed them, so
+    that ``status`` and the report count them."""
+    by_name = {scheduler_mod.server_name(ctx.plan.job, r['key']): sid
+               for sid, r in created.items()}
+    ends = []
+    for task_id in tasks:
+        result = ctx.runner.result(task_id) or {}
+        ended = result.get('ended_at')
+        ends.append((min(now, ctx.clock.job_time(ended))
+                     if isinstance(ended, (int, float)) else now,
+                     task_id, by_name.get(result.get('server'))))
+    for t, task_id, server in sorted(ends):
+        ctx.journal.append({'t': t, 'event': 'task_finish',
+                            'task': task_id, 'server': server,
+                            'while_away': True})
 
 
 def loop(ctx, progress=None, progress_every_s=10.0):
@@ -288,9 +329,9 @@ def build_report(ctx):
                                                 sim_backend.run))
 
 
-def status(journal_dir, job_id):
+def status(jobs_dir, job_id):
     """A summary of a job from its journal alone."""
-    journal, meta, job = _load(journal_dir, job_id)
+    journal, meta, job = _load(jobs_dir, job_id)
     records = journal.records()
     count = collections.Counter(r['event'] for r in records)
     live = {r['server'] for r in records if r['event'] == 'server_create'}
@@ -300,7 +341,12 @@ def status(journal_dir, job_id):
         r['market'] for r in records
         if r['event'] == 'server_create' and r['server'] in live)
     done = {r['task'] for r in records if r['event'] == 'task_finish'}
-    return {'job_id': job_id, 'status': meta.get('status'),
+    state = meta.get('status')
+    if state == 'running' and not journal.driven():
+        state = 'paused'
+    journal.close()
+    return {'job_id': job_id, 'status': state,
+            'started': meta.get('t0'),
             'tasks': len(job.tasks), 'done': len(done),
             'servers': {m: markets.get(m, 0) for m in model.MARKETS},
             'preemptions': count['server_preempted']
@@ -311,9 +357,25 @@ def status(journal_dir, job_id):
             't': records[-1]['t'] if records else 0.0}
 
 
-def cancel(journal_dir, job_id, cloud=None):
-    """Delete the job's servers (by tag) and objects; journal it."""
-    journal, meta, _, settings, conn = _reopen(journal_dir, job_id, cloud)
+def jobs(jobs_dir):
+    """:func:`status` of every job journalled in ``jobs_dir``, oldest
+    first; a file that is not a job's is skipped."""
+    out = []
+    for name in sorted(os.listdir(jobs_dir)) if os.path.isdir(jobs_dir) \
+            else []:
+        if not name.endswith('.sqlite'):
+            continue
+        try:
+            out.append(status(jobs_dir, name[:-len('.sqlite')]))
+        except (ValueError, jobfile.JobFileError):
+            continue
+    return sorted(out, key=lambda st: (st['started'] or 0, st['job_id']))
+
+
+def cancel(jobs_dir, job_id, cloud=None):
+    """Delete the servers and snapshots the journal shows the job
+    created, and its objects; journal it."""
+    journal, meta, job, settings, conn = _reopen(jobs_dir, job_id, cloud)
     clock = clock_mod.RealClock(meta['t0'], settings.speed)
     try:
         store, _ = stores.open_store(settings.store, job_id, conn,
@@ -322,6 +384,12 @@ def cancel(journal_dir, job_id, cloud=None):
         raise CloudError(str(exc)) from None
     cloud_ = nova.NovaCloud(conn, job_id, settings.image, settings.network,
                             journal, clock, None)
+    created, intents = _owned(journal.records())
+    for sid, r in created.items():
+        cloud_.adopt(sid, scheduler_mod.server_name(job, r['key']),
+                     nova.BUILD)
+    for sid, key in _guard(cloud_.orphans, intents):
+        cloud_.adopt(sid, scheduler_mod.server_name(job, key), nova.BUILD)
     _guard(cloud_.delete_all)
     _guard(store.destroy)
     journal.append({'t': clock.now(), 'event': 'cancelled'})

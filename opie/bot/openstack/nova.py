@@ -12,11 +12,22 @@ that the client did not delete was preempted; one that is shelved was
 preempted by a scheduler in shelve mode, and the client asks to unshelve
 it every ``unshelve_every_s`` until it comes back or the scheduler gives
 up on it (at the migration trigger time); a server in ERROR (no room)
-counts as preempted and is deleted.  The client only deletes a server
-after reading the job's tag on it, and writes its intent to the journal
-first, so a resumed client knows which vanished servers it deleted itself.
+counts as preempted and is deleted.
+
+Ownership comes from the journal, never from what is on the cloud: any
+member of the project can tag a server or rename one.  Before each create
+call the client journals its intent with a fresh nonce that goes into the
+server's metadata, and the server's id once Nova answers; ``resume`` and
+``cancel`` touch only journalled ids, and a server created by a client
+killed before it journalled the id is recognised by its nonce (the
+earliest server carrying it: a copy can only come later).  A shelve
+snapshot is deleted only when it carries the server's id
+(``instance_uuid``) and the name Nova gives it from the journalled name.
+The client writes its intent to delete to the journal first, so a resumed
+client knows which vanished servers it deleted itself.
 """
 import datetime
+import secrets
 import time
 
 from keystoneauth1 import adapter
@@ -29,6 +40,7 @@ from opie.core import preemptible as rc
 API_VERSION = '2.60'      # 2.52 tags at create, 2.37 nics=none
 IMAGE_PROXY_VERSION = '2.35'   # the last with Nova's image API
 BUILD, ACTIVE, SHELVED, GONE = 'BUILD', 'ACTIVE', 'SHELVED', 'GONE'
+NONCE = 'opie-nonce'    # server metadata: which create call made it
 # A server's updated_at may lag the clock of the poll that sees it.
 SINCE_MARGIN = datetime.timedelta(minutes=2)
 
@@ -112,11 +124,16 @@ class NovaCloud(ports.Cloud):
     def create_server(self, name, flavor, preemptible):
         if self.since is None:
             self.since = _utcnow() - SINCE_MARGIN
+        nonce = secrets.token_hex(8)
+        self.journal.append({'t': self.clock.now(),
+                             'event': 'server_creating', 'key': name,
+                             'nonce': nonce})
         server = self.nova.servers.create(
             self.display_name(name), self.image,
             self.flavors[(flavor.name, preemptible)],
             userdata=self.user_data(name), nics=self.network,
-            meta={'opie-job': self.job_id, 'opie-server': name},
+            meta={'opie-job': self.job_id, 'opie-server': name,
+                  NONCE: nonce},
             tags=[self.tag])
         self.servers[server.id] = _record(name, BUILD)
         return server.id
@@ -132,15 +149,19 @@ class NovaCloud(ports.Cloud):
     def adopt(self, server_id, name, state):
         self.servers[server_id] = _record(name, state)
 
-    def orphans(self):
-        """The job's servers the journal never heard of (the client was
-        killed between the create call and its record)."""
-        return [(i, n) for i, n in self.job_servers()
-                if i not in self.servers]
-
-    def job_servers(self):
-        return [(s.id, s.name) for s in self.nova.servers.list(
-            search_opts={'tags': self.tag})]
+    def orphans(self, nonces):
+        """Servers this job created but never journalled (the client was
+        killed between a create call and its record): ``(id, name)`` of
+        the earliest server carrying each journalled nonce whose id is
+        not known."""
+        first = {}
+        for server in self.nova.servers.list(search_opts={'tags': self.tag}):
+            nonce = (server.metadata or {}).get(NONCE)
+            if nonce in nonces and server.id not in self.servers and (
+                    nonce not in first
+                    or server.created < first[nonce].created):
+                first[nonce] = server
+        return sorted((s.id, nonces[n]) for n, s in first.items())
 
     def display_name(self, name):
         """Unique in the project: a job file may run more than once."""
@@ -198,7 +219,7 @@ class NovaCloud(ports.Cloud):
             entry['state'] = GONE
             if sid not in self.deleting:
                 self._emit(ports.TERMINATED, sid)
-            self._delete_shelve_images(self.display_name(entry['name']))
+            self._delete_shelve_images(sid)
         elif status == 'ERROR':
             entry['state'] = GONE
             self.journal.append({'t': self.clock.now(),
@@ -245,20 +266,28 @@ class NovaCloud(ports.Cloud):
             was = self.servers[server_id]['state']
             self.servers[server_id]['state'] = GONE
             if was == SHELVED:
-                self._delete_shelve_images(server.name)
+                self._delete_shelve_images(server_id)
 
     def delete_all(self):
-        """Delete every server carrying the job's tag (cancel)."""
-        for sid, name in self.job_servers():
-            self.servers.setdefault(sid, _record(name, BUILD))
+        """Delete every server the journal shows this job created, and
+        their shelve snapshots (cancel)."""
+        for sid in sorted(self.servers):
             self._delete(sid, 'cancel')
-            self._delete_shelve_images(name)
+            self._delete_shelve_images(sid)
 
-    def _delete_shelve_images(self, name):
-        """Nova names a shelve snapshot ``<server name>-shelved``."""
+    def _delete_shelve_images(self, sid):
+        """Nova names a shelve snapshot ``<server name>-shelved`` and
+        records the server's id in it."""
+        name = self.display_name(self.servers[sid]['name']) + '-shelved'
         found = self.images.get('/images/detail', params={
-            'name': name + '-shelved'}).json()['images']
-        for image in [i for i in found if i['name'] == name + '-shelved']:
+            'server': sid, 'name': name}).json()['images']
+        for image in found:
+            if image['name'] != name or \
+                    image.get('metadata', {}).get('instance_uuid') != sid:
+                continue
+            self.journal.append({'t': self.clock.now(),
+                                 'event': 'image_delete', 'server': sid,
+                                 'image': image['id']})
             self.images.delete('/images/%s' % image['id'], raise_exc=False)
 
     def _emit(self, kind, sid):

@@ -111,6 +111,10 @@ class AgentRunner(ports.Runner):
         return {key[len('results/'):-len('.json')]
                 for key in self.store.list('results/')}
 
+    def result(self, task_id):
+        """The committed result of ``task_id``, or None."""
+        return agent.read_json(self.store, 'results/%s.json' % task_id)
+
     def poll_all(self):
         """Read the status of every server running tasks; report ends."""
         for server_id, tasks in list(self.assigned.items()):
@@ -148,8 +152,7 @@ class AgentRunner(ports.Runner):
         done = self.results()
         for server_id, tasks in list(self.assigned.items()):
             for task_id in [t for t in tasks if t in done]:
-                result = agent.read_json(self.store,
-                                         'results/%s.json' % task_id)
+                result = self.result(task_id)
                 if result['server'] == self.names(server_id) and \
                         result['attempt'] == tasks[task_id]['attempt']:
                     continue      # its own end: the next poll reports it

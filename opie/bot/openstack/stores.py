@@ -30,7 +30,9 @@ class SwiftStore:
         self.key = None
 
     def _url(self, key=''):
-        return '/%s/%s' % (self.container, urllib.parse.quote(key))
+        """The percent-encoded path of ``key`` (or of the container)."""
+        return '/%s/%s' % (urllib.parse.quote(self.container, safe=''),
+                           urllib.parse.quote(key))
 
     def open(self, create):
         """Make (or find) the container; read or set its TempURL key."""
@@ -45,9 +47,11 @@ class SwiftStore:
         self.key = head.headers.get(TEMP_URL_HEADER)
 
     def agent_spec(self):
+        """The agent's settings: the container's percent-encoded URL
+        (:class:`agent.TempUrlStore` signs it decoded, as Swift checks)."""
         return {'kind': 'swift', 'temp_url_key': self.key,
                 'url': self.swift.get_endpoint().rstrip('/') + '/'
-                + self.container}
+                + urllib.parse.quote(self.container, safe='')}
 
     def get(self, key):
         resp = self.swift.get(self._url(key), raise_exc=False)

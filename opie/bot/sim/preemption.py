@@ -15,6 +15,7 @@ A trace is a CSV file with a header ``time_s,flavor,event`` and events
 """
 import csv
 import dataclasses
+import math
 import random
 
 HIBERNATE = 'hibernate'
@@ -104,7 +105,7 @@ def read_trace(path, flavors):
     try:
         with open(path, newline='', encoding='utf-8') as f:
             rows = list(csv.DictReader(f))
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise TraceError('%s: cannot read: %s' % (path, exc)) from None
     for line, row in enumerate(rows, 2):
         try:
@@ -116,7 +117,8 @@ def read_trace(path, flavors):
         if flavor not in flavors:
             raise TraceError('%s:%d: no flavor %r in the job'
                              % (path, line, flavor))
-        if event not in (HIBERNATE, RESUME, TERMINATE) or time_s < 0:
+        if event not in (HIBERNATE, RESUME, TERMINATE) or \
+                not 0 <= time_s < math.inf:
             raise TraceError('%s:%d: bad event %r at %s'
                              % (path, line, event, time_s))
         events.append(TraceEvent(time_s, flavor, event))

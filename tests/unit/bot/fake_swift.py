@@ -3,7 +3,8 @@
 Enough of Swift's API for :mod:`opie.bot.openstack.stores` and the agent:
 containers (HEAD, PUT with metadata, GET listing with prefix and marker,
 DELETE), objects (GET, PUT with ``If-None-Match: *``, DELETE), and TempURL
-signatures (HMAC-SHA256) checked against the container's key.
+signatures (HMAC-SHA256) checked against the container's key as Swift's
+tempurl middleware checks them: over the percent-*decoded* path, UTF-8.
 """
 import hashlib
 import hmac
@@ -58,7 +59,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         key = (container or {}).get('meta', {}).get(KEY_HEADER)
         if not sig or not key or expires < time.time():
             return False
-        body = '%s\n%d\n%s' % (self.command, expires, path)
+        # Swift signs the decoded path (PATH_INFO), never the quoted one.
+        body = '%s\n%d\n%s' % (self.command, expires,
+                               urllib.parse.unquote(path))
         good = hmac.new(key.encode(), body.encode(),
                         hashlib.sha256).hexdigest()
         return hmac.compare_digest(good, sig)
@@ -70,6 +73,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not url.path.startswith(ACCOUNT + '/'):
             return self._reply(404)
         name, _, obj = url.path[len(ACCOUNT) + 1:].partition('/')
+        name = urllib.parse.unquote(name)
         obj = urllib.parse.unquote(obj)
         container = self.swift.containers.get(name)
         if not self._allowed(url.path, query, container):

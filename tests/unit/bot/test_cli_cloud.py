@@ -24,14 +24,14 @@ def test_unreachable_endpoint_is_one_line_exit_3(tmp_path, monkeypatch,
 
     code = cli.main(['run', 'examples/jobs/j60.yaml', '--backend',
                      'openstack', '--os-cloud', 'x', '--store',
-                     'file://%s' % (tmp_path / 'store'), '--journal-dir',
-                     str(tmp_path / 'jobs')])
+                     'file://%s' % (tmp_path / 'store'), '--data-dir',
+                     str(tmp_path / 'data')])
 
     err = capsys.readouterr().err.strip().splitlines()
     assert code == cli.EXIT_CLOUD
     assert len(err) == 1 and 'cannot reach the cloud' in err[0]
     assert 'tok-55' not in err[0]
-    assert list((tmp_path / 'jobs').iterdir()) == []
+    assert list((tmp_path / 'data' / 'jobs').iterdir()) == []
 
 
 def test_no_credentials_at_all(tmp_path, monkeypatch, capsys):
@@ -40,14 +40,14 @@ def test_no_credentials_at_all(tmp_path, monkeypatch, capsys):
         monkeypatch.delenv(name)
 
     code = cli.main(['run', 'examples/jobs/j60.yaml', '--backend',
-                     'openstack', '--journal-dir', str(tmp_path)])
+                     'openstack', '--data-dir', str(tmp_path)])
 
     assert code == cli.EXIT_CLOUD
-    assert 'no cloud given' in capsys.readouterr().err
+    assert '--os-cloud' in capsys.readouterr().err
 
 
 def test_status_of_an_unknown_job(tmp_path, capsys):
-    code = cli.main(['status', 'nope-1', '--journal-dir', str(tmp_path)])
+    code = cli.main(['status', 'nope-1', '--data-dir', str(tmp_path)])
 
     assert code == cli.EXIT_INPUT
     assert 'no journal' in capsys.readouterr().err

@@ -29,14 +29,29 @@ class FakeServers:
     def unshelve(self, sid):
         self.unshelved.append(sid)
 
+    def list(self, search_opts):
+        return [types.SimpleNamespace(id=sid, created=created,
+                                      metadata=meta)
+                for sid, created, meta in getattr(self, 'listed', [])]
+
 
 class FakeImages:
+    """Nova's image API, which may ignore the filters it is given."""
+
     def __init__(self):
         self.deleted = []
+        self.images = [
+            {'id': 'img-1', 'name': 'j-1-s-shelved',
+             'metadata': {'instance_uuid': 's'}},
+            # Another server of the project, renamed like the job's.
+            {'id': 'other', 'name': 'j-1-s-shelved',
+             'metadata': {'instance_uuid': 'x'}},
+            # A snapshot of the job's server that someone else took.
+            {'id': 'theirs', 'name': 'backup of s',
+             'metadata': {'instance_uuid': 's'}}]
 
     def get(self, url, params=None, raise_exc=True):
-        shelved = {'id': 'img-1', 'name': params['name']}
-        return types.SimpleNamespace(json=lambda: {'images': [shelved]})
+        return types.SimpleNamespace(json=lambda: {'images': self.images})
 
     def delete(self, url, raise_exc=True):
         self.deleted.append(url)
@@ -132,3 +147,18 @@ def test_deleting_a_shelved_server_deletes_its_shelve_image():
     cloud.delete_server('s')
 
     assert cloud.images.deleted == ['/images/img-1']
+    assert cloud.journal.records()[-1]['image'] == 'img-1'
+
+
+def test_an_unjournalled_server_is_the_jobs_only_by_its_nonce():
+    cloud, servers, _, _ = make()
+    cloud.adopt('known', 'p1', nova.ACTIVE)
+    servers.listed = [
+        # A copy of the job's server, nonce and all, made after it.
+        ('copy', '2026-11-23T10:00:05Z', {nova.NONCE: 'n2'}),
+        ('ours', '2026-11-23T10:00:01Z', {nova.NONCE: 'n2'}),
+        ('known', '2026-11-23T09:00:00Z', {nova.NONCE: 'n1'}),
+        ('tagged', '2026-11-23T09:00:00Z', {}),
+        ('other', '2026-11-23T09:00:00Z', {nova.NONCE: 'n9'})]
+
+    assert cloud.orphans({'n1': 'p1', 'n2': 'm3'}) == [('ours', 'm3')]

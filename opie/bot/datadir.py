@@ -1,0 +1,28 @@
+"""Where ``opie-bot`` keeps a user's jobs: one data directory per user.
+
+``--data-dir``, else ``$OPIE_BOT_DATA``, else ``$XDG_DATA_HOME/opie-bot``,
+else ``~/.local/share/opie-bot`` (the XDG base directory default), so
+``status``, ``resume`` and ``list`` find a job from any working directory.
+It holds ``jobs/<job id>.sqlite`` (each job's journal and its lock) and
+``reports/`` (the JSON and HTML reports of runs).
+"""
+import os
+
+ENV = 'OPIE_BOT_DATA'
+
+
+def default(environ=None):
+    environ = os.environ if environ is None else environ
+    if environ.get(ENV):
+        return environ[ENV]
+    base = environ.get('XDG_DATA_HOME') or os.path.join(
+        os.path.expanduser('~'), '.local', 'share')
+    return os.path.join(base, 'opie-bot')
+
+
+def jobs(root):
+    return os.path.join(root, 'jobs')
+
+
+def reports(root):
+    return os.path.join(root, 'reports')
