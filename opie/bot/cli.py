@@ -49,6 +49,9 @@ def _load_plan(args):
         plan = planner.primary_map(job)
     except planner.PlanError as exc:
         raise InputError('%s: %s' % (args.job, exc)) from None
+    if getattr(args, 'max_normal', None) is not None and \
+            args.normal_limit is None:
+        raise InputError('--max-normal needs --normal-limit')
     if getattr(args, 'normal_limit', None) is not None:
         plan = plan.with_job(job.with_limits(
             args.normal_limit, args.max_normal or job.policy.max_normal))
@@ -80,7 +83,8 @@ def cmd_plan(args):
              _fmt_time(plan.makespan), plan.expected_cost,
              base.expected_cost,
              _percent(1 - plan.expected_cost / base.expected_cost
-                      if base.expected_cost else None)))
+                      if base.expected_cost and planner.within_limits(base)
+                      else None)))
     for risk in plan.risks:
         print('risk: %s' % risk)
     return 0
@@ -269,7 +273,14 @@ def _print_json(value):
 
 def cmd_cancel(args):
     def cancel(live, args):
-        live.cancel(datadir.jobs(args.data_dir), args.job_id, args.os_cloud)
+        kept = live.cancel(datadir.jobs(args.data_dir), args.job_id,
+                           args.os_cloud)
+        if kept:
+            print('job %s cancelled, but %d of its servers were left alone '
+                  'because their job tag was removed: %s' % (
+                      args.job_id, len(kept), ', '.join(kept)),
+                  file=sys.stderr)
+            return EXIT_MISSED
         print('job %s cancelled: its servers and objects are deleted'
               % args.job_id)
         return 0
@@ -308,7 +319,8 @@ def cmd_sim(args):
 def _limit_options(parser):
     parser.add_argument('--normal-limit', type=_count, metavar='N',
                         help='replace every flavor\'s normal limit')
-    parser.add_argument('--max-normal', type=_count, metavar='N',
+    parser.add_argument('--max-normal', metavar='N', type=lambda text:
+                        _number(text, 1, schema.MAX_COUNT, kind=int),
                         help='with --normal-limit: the total normal limit')
 
 
@@ -343,6 +355,12 @@ def _positive(text):
 
 def _non_negative(text):
     return _number(text, 0, MAX_OPTION)
+
+
+def _interval(text):
+    # At least a second: a job of 30 days then prints 2.6 million lines
+    # at most, not an endless stream.
+    return _number(text, 1, MAX_OPTION)
 
 
 def _count(text):
@@ -422,7 +440,7 @@ def parser():
                     default=preemption.HIBERNATE)
     sp.add_argument('--report-dir', metavar='DIR',
                     help='where the report goes (default: DATA_DIR/reports)')
-    sp.add_argument('--progress-every', type=_positive, default=120.0,
+    sp.add_argument('--progress-every', type=_interval, default=120.0,
                     metavar='SECONDS', help='simulated seconds per line')
     sp.add_argument('--quiet', action='store_true')
     _limit_options(sp)
@@ -447,7 +465,7 @@ def parser():
             sp.add_argument('--report-dir', metavar='DIR',
                             help='where the report goes (default: '
                             'DATA_DIR/reports)')
-            sp.add_argument('--progress-every', type=_positive,
+            sp.add_argument('--progress-every', type=_interval,
                             default=120.0, metavar='SECONDS')
             sp.add_argument('--quiet', action='store_true')
         sp.set_defaults(func=func)

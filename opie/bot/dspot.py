@@ -7,9 +7,17 @@ run on the flavor with the fewest Gflops give the worst-case makespan
 ``mkp``, and ``Dspot = D - (mkp + alpha)``.  ``code`` is what the authors'
 code does instead (research note A1): the shortest tasks, on the cheapest
 normal flavor, without alpha.  A number fixes Dspot outright.
+
+Whatever the rule, Dspot is capped by ``latest_safe``: the latest time at
+which every preemptible server may be lost and the tasks they hold still
+end before D on the normal servers the job's limits allow.  Neither rule
+knows the limits of each flavor (a fast flavor may be offered only as
+preemptible) and ``code`` keeps no reserve for the boot at all.
 """
 import heapq
 import math
+
+from opie.bot import model
 
 
 def list_makespan(durations, slots):
@@ -37,3 +45,46 @@ def compute(job):
         alpha = policy.alpha_s
     mkp = list_makespan(chosen, job.slots(vm))
     return max(job.deadline_s - (mkp + alpha), 0.0)
+
+
+def normal_slots(job):
+    """Task slots on the most normal servers the limits allow at once.
+
+    Flavors with more slots first: the scheduler adds normal servers of
+    every flavor that still ends a task before D, so the count is what
+    the limits leave, not what the cheapest flavor alone offers.
+    """
+    flavors = sorted((f for f in job.flavors.values()
+                      if f.limits[model.NORMAL] > 0),
+                     key=lambda f: (-job.slots(f), f.name))
+    servers = job.policy.max_normal
+    slots = 0
+    for flavor in flavors:
+        n = min(servers, flavor.limits[model.NORMAL])
+        slots += n * job.slots(flavor)
+        servers -= n
+    return slots
+
+
+def latest_safe(job):
+    """The latest Dspot that keeps every task re-runnable before D.
+
+    Lost just before Dspot, preemptible servers hold at most one task per
+    slot the preemptible limits allow; re-run from scratch on normal
+    servers, each at its slowest normal flavor, they take the list
+    makespan of the longest of them on the normal slots, after one boot.
+    With no normal server allowed at all nothing can take over: None.
+    """
+    normal = [f for f in job.flavors.values() if f.limits[model.NORMAL] > 0]
+    slots = normal_slots(job)
+    if not slots:
+        return None
+    held = sum(f.limits[model.PREEMPTIBLE] * job.slots(f)
+               for f in job.flavors.values())
+    redo = sorted((max(t.runtime_on(f) for f in normal
+                       if t.memory_mb <= f.ram_mb)
+                   for t in job.tasks
+                   if any(t.memory_mb <= f.ram_mb for f in normal)),
+                  reverse=True)[:held]
+    reserve = job.policy.alpha_s + list_makespan(redo, slots)
+    return max(job.deadline_s - reserve, 0.0)

@@ -48,6 +48,7 @@ class Server:
         self.hib_since = None
         self.hib_total = 0.0
         self.ended = None
+        self.mtt = None
         self.mtt_timer = None
         self.ac_timer = None
         self.version = 0
@@ -105,6 +106,9 @@ class Fleet:
         self.servers = {}
         self._slots = {f.name: job.slots(f) for f in job.flavors.values()}
         self._runs = {}
+        self._normal = [f for f in job.flavors.values()
+                        if f.limits[model.NORMAL] > 0]
+        self._redo = {}
 
     def slots(self, flavor):
         return self._slots[flavor.name]
@@ -140,6 +144,32 @@ class Fleet:
     def runtime(self, task_id, flavor):
         return self.tasks[task_id].runtime_on(flavor)
 
+    def redo_flavor(self, task_id):
+        """The fastest flavor a normal server may re-run the task on.
+
+        The limits of each flavor are what matter, not the flavor the task
+        runs on now: a fast flavor may be offered only as preemptible,
+        and a slow preemptible one may have a fast normal twin.
+        """
+        flavor = self._redo.get(task_id)
+        if flavor is None:
+            task = self.tasks[task_id]
+            fitting = [f for f in self._normal if task.memory_mb <= f.ram_mb]
+            flavor = self._redo[task_id] = min(
+                fitting, key=lambda f: (task.runtime_on(f), f.name),
+                default=False)
+        return flavor or None
+
+    def spare(self, task_id, flavor):
+        """The time Alg. 7 keeps before D for re-running ``task_id``.
+
+        The paper's e_m is the run time on the server's own flavor; the
+        re-run is on a normal server, so the longer of the two counts.
+        """
+        redo = self.redo_flavor(task_id)
+        own = self.runtime(task_id, flavor)
+        return own if redo is None else max(own, self.runtime(task_id, redo))
+
     def projection(self, server, now):
         """(Projection, expected start of each waiting task) at ``now``."""
         key = (server.version, now)
@@ -148,7 +178,7 @@ class Fleet:
         ready = max(now, server.ready_at)
         free = [r.end for r in server.running.values()]
         free += [ready] * (server.slots - len(free))
-        longest = max((self.runtime(t, server.flavor)
+        longest = max((self.spare(t, server.flavor)
                        for t in server.queue()), default=0.0)
         proj = projection.Projection(free, longest)
         starts = [proj.add(self.wall(t, server.flavor, server.market))

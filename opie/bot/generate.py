@@ -13,10 +13,13 @@ ED200).
 import itertools
 import math
 import random
+import re
+import string
 
 
 # Tasks a job may have: ten times the largest the benchmarks time.
 MAX_TASKS = 100000
+MAX_WIDTH = 100
 
 
 class GeneratorError(ValueError):
@@ -77,9 +80,18 @@ def _values(rng, spec, n, field):
 
 
 def _format(template, field, variables):
+    """``template`` over ``variables``: plain names only (no attribute or
+    index), widths of at most :data:`MAX_WIDTH`."""
     try:
+        for _, name, spec, _ in string.Formatter().parse(template):
+            if name is not None and not name.isidentifier():
+                raise ValueError('{%s}: only plain names' % name)
+            if spec and max(map(int, re.findall(r'\d+', spec)) or [0]) \
+                    > MAX_WIDTH:
+                raise ValueError('{%s:%s}: wider than %d'
+                                 % (name, spec, MAX_WIDTH))
         return template.format(**variables)
-    except (KeyError, IndexError, ValueError) as exc:
+    except (KeyError, IndexError, ValueError, TypeError) as exc:
         raise GeneratorError(field, 'cannot format %r: %s'
                              % (template, exc)) from None
 

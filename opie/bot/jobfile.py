@@ -16,6 +16,7 @@ import re
 import jsonschema
 import yaml
 
+from opie.bot import files
 from opie.bot import generate
 from opie.bot import model
 from opie.bot import schema
@@ -23,6 +24,7 @@ from opie.bot import schema
 _DEFAULT_LIMIT = 5
 # Values a file may expand to (aliases included); far above any real job.
 MAX_NODES = 2000000
+MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 12
 # A task id names objects and files: no path separator, no control
 # character.
@@ -67,22 +69,45 @@ class _Source:
         self.filename = filename
         self.lines = {}
         self.nodes = 0
-        loader = _Loader(text)
+        try:
+            loader = _Loader(text)
+        except yaml.YAMLError as exc:
+            raise self._yaml_error(exc, text) from None
         try:
             node = loader.get_single_node()
             if node is None:
                 raise self.error((), 'the file is empty')
             self.data = self._build(loader, node, ())
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line = mark.line + 1 if mark else 1
-            raise JobFileError(['%s:%d: not valid YAML or JSON: %s'
-                                % (filename, line, exc.problem)]) from None
+        except yaml.YAMLError as exc:
+            raise self._yaml_error(exc, text) from None
         except RecursionError:
             raise JobFileError(['%s: nested too deeply' % filename]) \
                 from None
         finally:
             loader.dispose()
+
+    def _yaml_error(self, exc, text):
+        if isinstance(exc, yaml.MarkedYAMLError):
+            mark = exc.problem_mark or exc.context_mark
+            line, problem = (mark.line + 1 if mark else 1), exc.problem
+        else:
+            # A character YAML does not allow (yaml.reader.ReaderError).
+            position = getattr(exc, 'position', 0)
+            line = text.count('\n', 0, position) + 1
+            problem = 'character %r is not allowed' % getattr(
+                exc, 'character', '?')
+        return JobFileError(['%s:%d: not valid YAML or JSON: %s'
+                             % (self.filename, line, problem)])
+
+    def _construct(self, loader, node, path):
+        """The value of a scalar node; an explicit tag whose text does not
+        fit it (``!!int abc``) or a number too long is the file's error."""
+        try:
+            return loader.construct_object(node)
+        except (ValueError, KeyError, AttributeError, TypeError,
+                yaml.YAMLError):
+            raise self.error(path, 'not a valid value for tag %s'
+                             % node.tag) from None
 
     def _build(self, loader, node, path):
         self.nodes += 1
@@ -93,23 +118,29 @@ class _Source:
             raise self.error(path[:MAX_DEPTH], 'nested too deeply')
         self.lines.setdefault(path, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
+            own = sum(1 for key_node, _ in node.value
+                      if key_node.tag != 'tag:yaml.org,2002:merge')
             loader.flatten_mapping(node)
-            out = {}
-            for key_node, value_node in node.value:
-                key = loader.construct_object(key_node)
+            # Merged pairs (``<<: *base``) come first; the mapping's own
+            # keys override them, but may not repeat among themselves.
+            merged = len(node.value) - own
+            out, seen = {}, set()
+            for i, (key_node, value_node) in enumerate(node.value):
+                key = self._construct(loader, key_node, path)
                 if not isinstance(key, (str, int, float, bool)):
                     raise self.error(path, 'a key must be a plain value')
                 key = str(key)
-                if key in out:
-                    self.lines[path + (key,)] = key_node.start_mark.line + 1
-                    raise self.error(path + (key,), 'duplicate key')
                 self.lines[path + (key,)] = key_node.start_mark.line + 1
+                if i >= merged:
+                    if key in seen:
+                        raise self.error(path + (key,), 'duplicate key')
+                    seen.add(key)
                 out[key] = self._build(loader, value_node, path + (key,))
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self._build(loader, child, path + (i,))
                     for i, child in enumerate(node.value)]
-        return self._scalar(path, loader.construct_object(node))
+        return self._scalar(path, self._construct(loader, node, path))
 
     def _scalar(self, path, value):
         if isinstance(value, bool):
@@ -256,8 +287,7 @@ def parse(text, filename='<job>'):
 
 def load(path):
     try:
-        with open(path, encoding='utf-8') as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise JobFileError(['%s: cannot read: %s' % (path, exc)]) from None
+        text = files.read_text(path, MAX_BYTES)
+    except files.ReadError as exc:
+        raise JobFileError(['%s: %s' % (path, exc)]) from None
     return parse(text, str(path))

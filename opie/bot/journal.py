@@ -24,7 +24,9 @@ must not make the job unrunnable, so only free text is searched.
 import fcntl
 import json
 import os
+import re
 import sqlite3
+import stat
 
 from opie.bot import ports
 
@@ -47,12 +49,22 @@ class JournalBusy(JournalError):
 
 
 # Fields holding ids chosen by the job file or the cloud, never free text.
-IDENTIFIERS = frozenset(('event', 'task', 'server', 'key', 'flavor',
-                         'market', 'src', 'dst', 'reason', 'image'))
+IDENTIFIERS = frozenset(('event', 'task', 'server', 'servers', 'kept',
+                         'key', 'flavor', 'market', 'src', 'dst', 'reason',
+                         'image', 'nonce'))
+# A job name (see opie.bot.schema) and a random suffix.
+JOB_ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,43}-[0-9a-f]{6}')
+# Opening a lock file: never through a link, never blocking on a FIFO.
+_LOCK_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 REDACTED = '[redacted]'
 
 
 def path_for(directory, job_id):
+    """The journal of ``job_id`` in ``directory``; a job id never leaves
+    it."""
+    if not isinstance(job_id, str) or not JOB_ID.fullmatch(job_id):
+        raise JournalError('%r is not a job id (a job name, a dash and six '
+                           'hex digits)' % job_id)
     return os.path.join(directory, '%s.sqlite' % job_id)
 
 
@@ -84,7 +96,7 @@ class Journal(ports.StateStore):
 
     def lock(self):
         """Become the job's only writer, or :class:`JournalBusy`."""
-        fd = os.open(self.path + '.lock', os.O_RDWR | os.O_CREAT, 0o600)
+        fd = self._open_lock(os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -100,8 +112,8 @@ class Journal(ports.StateStore):
     def driven(self):
         """True while some client holds the job's lock."""
         try:
-            fd = os.open(self.path + '.lock', os.O_RDONLY)
-        except FileNotFoundError:
+            fd = self._open_lock(os.O_RDONLY)
+        except JournalError:
             return False
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -110,6 +122,20 @@ class Journal(ports.StateStore):
             return True
         finally:
             os.close(fd)
+
+    def _open_lock(self, flags):
+        """The lock file, only if it is a regular file of this user."""
+        path = self.path + '.lock'
+        try:
+            fd = os.open(path, flags | _LOCK_FLAGS, 0o600)
+        except OSError as exc:
+            raise JournalError('%s: %s' % (path, exc.strerror)) from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            os.close(fd)
+            raise JournalError('%s: not a regular file of this user'
+                               % path)
+        return fd
 
     # -- settings ---------------------------------------------------------
 

@@ -5,6 +5,7 @@ state from it.  Times are seconds from the start of the job, prices are
 dollars per hour as the cloud quotes them.
 """
 import dataclasses
+import functools
 import typing
 
 PREEMPTIBLE = 'preemptible'
@@ -83,11 +84,26 @@ class Job:
     def slots(self, flavor):
         """How many tasks a server of ``flavor`` runs at once.
 
-        One per vCPU, fewer when the job's largest task would not fit the
-        RAM that many times: a conservative bound that keeps memory out of
-        every timing decision.
+        One per vCPU, fewer when the largest tasks that fit the flavor
+        would not fit its RAM together: any set of tasks uses at most what
+        the same number of largest ones do, so memory stays out of every
+        timing decision.  A task too big for the flavor never runs there,
+        so it does not shrink the flavor's slots.
         """
-        biggest = max(t.memory_mb for t in self.tasks)
-        if biggest <= 0:
-            return flavor.vcpus
-        return max(1, min(flavor.vcpus, int(flavor.ram_mb // biggest)))
+        return self._slots[flavor.name]
+
+    @functools.cached_property
+    def _slots(self):
+        return {f.name: _flavor_slots(f, self.tasks)
+                for f in self.flavors.values()}
+
+
+def _flavor_slots(flavor, tasks):
+    fitting = sorted((t.memory_mb for t in tasks
+                      if t.memory_mb <= flavor.ram_mb), reverse=True)
+    used = 0.0
+    for n, size in enumerate(fitting[:flavor.vcpus]):
+        used += size
+        if used > flavor.ram_mb:
+            return max(1, n)
+    return flavor.vcpus

@@ -2,9 +2,11 @@
 
 ``check`` is Alg. 7: a task may join a preemptible server only if, with
 it, the server still leaves time before D to re-run its longest task
-elsewhere after a last-minute preemption (``D - eft > e_m + alpha``).  A
-normal server is never preempted, so there the task only has to end before
-D (research note A8).
+elsewhere after a last-minute preemption (``D - eft > e_m + alpha``; e_m
+counts the re-run on the fastest flavor a normal server may use, when
+that is slower, see :meth:`opie.bot.fleet.Fleet.spare`).  A normal server
+is never preempted, so there the task only has to end before D (research
+note A8).
 
 ``estimate_rt`` is Alg. 4 on copies: it tries the servers already chosen,
 then idle, then busy ones, each by price, then new normal servers, and
@@ -54,7 +56,7 @@ class Placement:
         eft = proj.eft_with(wall)
         if market == model.NORMAL:
             return wall if eft < self.deadline else None
-        longest = max(proj.longest, self.fleet.runtime(task_id, flavor))
+        longest = max(proj.longest, self.fleet.spare(task_id, flavor))
         if self.deadline - eft > longest + self.alpha:
             return wall
         return None
@@ -154,7 +156,7 @@ class Placement:
                 wall = self.check(task_id, flavor, market, proj)
                 if wall is None:
                     continue
-                proj.add(wall, self.fleet.runtime(task_id, flavor))
+                proj.add(wall, self.fleet.spare(task_id, flavor))
                 if isinstance(ref, fleet_mod.Server):
                     in_k.add(ref.id)
                     bisect.insort(chosen, (ref.price_h, len(in_k), flavor,
@@ -176,7 +178,7 @@ class Placement:
             wall = self.check(task_id, flavor, model.NORMAL, proj)
             if wall is None:
                 continue
-            proj.add(wall, self.fleet.runtime(task_id, flavor))
+            proj.add(wall, self.fleet.spare(task_id, flavor))
             extra[flavor.name] = extra.get(flavor.name, 0) + 1
             bisect.insort(chosen, (flavor.price_h[model.NORMAL],
                                    -len(chosen) - 1, flavor, model.NORMAL,

@@ -16,8 +16,13 @@ server can be added (limits), or none meets D, the task goes where it ends
 soonest and the plan records the risk instead of failing (research note
 A4): a plan is always produced.
 
+Dspot is the policy's, capped by :func:`opie.bot.dspot.latest_safe`; a
+number past the deadline is a risk line, not an error (A4).
+
 The normal-only baseline runs the very same map with every server normal
-and no checkpoints, as the paper's Table 9 does.
+and no checkpoints, as the paper's Table 9 does, when that map keeps to
+the job's normal limits; otherwise it is the primary map made with normal
+servers only.
 """
 import dataclasses
 import heapq
@@ -98,12 +103,13 @@ def plan_duration(job, task, flavor, market):
 
 
 class _Builder:
-    def __init__(self, job):
+    def __init__(self, job, spot=True):
         self.job = job
-        self.dspot = dspot_mod.compute(job)
+        self.spot = spot
         self.boot = job.policy.alpha_s
         self.servers = []
         self.risks = []
+        self.dspot = self._dspot() if spot else job.deadline_s
         # Selected servers grouped by (price, market, flavor); within a
         # group the server with the earliest free slot is the only one
         # worth trying, so each group is a heap on that time.
@@ -112,6 +118,20 @@ class _Builder:
         self._used = {m: {} for m in model.MARKETS}
         self._rr = wrr.RoundRobin(job.flavors.values())
         self._normal_by_price = job.normal_by_price()
+
+    def _dspot(self):
+        chosen = dspot_mod.compute(self.job)
+        safe = dspot_mod.latest_safe(self.job)
+        if safe is None:
+            safe = self.job.deadline_s
+            self.risks.append('no normal server allowed: tasks of a lost '
+                              'preemptible server may have nowhere to go')
+        if chosen > self.job.deadline_s:
+            self.risks.append('dspot %.0f s is past the deadline (%.0f s); '
+                              'planned with %.0f s' % (
+                                  chosen, self.job.deadline_s,
+                                  min(chosen, safe)))
+        return min(chosen, safe)
 
     def limit_left(self, market, flavor):
         used = self._used[market]
@@ -166,6 +186,9 @@ class _Builder:
         return best and best[1]
 
     def phase2(self, task):
+        if not self.spot:
+            return None
+
         def allowed(name):
             flavor = self.job.flavors[name]
             return (self.limit_left(model.PREEMPTIBLE, flavor)
@@ -219,8 +242,31 @@ def primary_map(job):
     return _Builder(job).build()
 
 
+def normal_map(job):
+    """The primary map with normal servers only, within the job's limits."""
+    return _Builder(job, spot=False).build()
+
+
+def within_limits(plan):
+    """Whether ``plan``'s servers, all normal, keep to its job's limits."""
+    job = plan.job
+    used = {}
+    for s in plan.servers:
+        used[s.flavor.name] = used.get(s.flavor.name, 0) + 1
+    return (len(plan.servers) <= job.policy.max_normal
+            and all(n <= job.flavors[name].limits[model.NORMAL]
+                    for name, n in used.items()))
+
+
 def normal_only(plan):
-    """The same map on normal servers: the cost HADS is measured against."""
+    """The normal-only plan HADS is measured against.
+
+    The paper's Table 9 runs the same map on normal servers; a map with
+    more servers than the normal limits allow is no cost anyone could
+    have paid, so then the job is mapped again on normal servers only.
+    Limits that allow no normal server at all leave no such plan: the
+    same map is then the only price to compare with.
+    """
     job = plan.job
     tasks = {t.id: t for t in job.tasks}
     servers = []
@@ -233,4 +279,10 @@ def normal_only(plan):
             start = proj.add(dur)
             twin.tasks.append((task_id, start, start + dur))
         servers.append(twin)
-    return Plan(job=job, dspot=job.deadline_s, servers=servers, risks=[])
+    same = Plan(job=job, dspot=job.deadline_s, servers=servers, risks=[])
+    if within_limits(same):
+        return same
+    try:
+        return normal_map(job)
+    except PlanError:
+        return same

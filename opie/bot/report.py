@@ -139,6 +139,8 @@ def build(result, baseline=None):
         if r['event'] == 'task_migrate':
             migrations[r['via']] = migrations.get(r['via'], 0) + 1
     base_cost = baseline['cost'] if baseline else None
+    # A saving against a baseline the limits forbid would be no saving.
+    comparable = bool(base_cost) and baseline.get('within_limits', True)
     report = {
         'job': {'name': job.name, 'tasks': len(job.tasks),
                 'deadline_s': job.deadline_s},
@@ -160,7 +162,9 @@ def build(result, baseline=None):
             'cost_normal': sum(s['cost'] for s in rows
                                if s['market'] == model.NORMAL),
             'baseline_cost': base_cost,
-            'saving': (1 - cost / base_cost) if base_cost else None,
+            'baseline_within_limits': baseline.get('within_limits')
+            if baseline else None,
+            'saving': (1 - cost / base_cost) if comparable else None,
         },
         'counts': {
             'preemption_events': sum(1 for e in result.preemptions
@@ -212,8 +216,11 @@ def build(result, baseline=None):
 
 
 def baseline(plan, run):
-    """Cost and makespan of the normal-only map, simulated by ``run``."""
-    result = run(planner.normal_only(plan))
-    report = build(result)
+    """Cost and makespan of the normal-only map, simulated by ``run``,
+    and whether the job's normal limits allow it (if not, no tenant could
+    have paid it, and no saving is claimed against it)."""
+    base = planner.normal_only(plan)
+    report = build(run(base))
     return {'cost': report['result']['cost'],
-            'makespan_s': report['result']['makespan_s']}
+            'makespan_s': report['result']['makespan_s'],
+            'within_limits': planner.within_limits(base)}

@@ -7,7 +7,9 @@ Servers of the primary map are created when the job starts.  Then:
   (Alg. 8), else waits for the end of its allocation cycle and is deleted;
 * a server hibernates: its tasks freeze, and unless it resumes first they
   migrate at the migration trigger time ``mtt = D - (rt + alpha)`` (Eq. 4,
-  ``rt`` from Alg. 4), at once if that is already past;
+  ``rt`` from Alg. 4), at once if that is already past; mtt is estimated
+  again when a server the estimate may have counted on is deleted, lost
+  or filled by migrated tasks (research note A7);
 * a server is terminated (OPIE deletes preempted servers; they never come
   back): its tasks migrate at once, a documented deviation from HADS,
   which would wait for a resume that cannot happen;
@@ -16,6 +18,8 @@ Servers of the primary map are created when the job starts.  Then:
   break Alg. 7's spare-time rule migrate (a guard HADS lacks: without it a
   server resuming just before mtt can run past D).  After mtt it is idle
   and tries work stealing.
+* a normal server is deleted at its cycle end: stranded tasks try again,
+  since a normal limit just freed up.
 
 On a real cloud whose hibernation is OPIE's shelve mode, a server nobody
 resumed by its mtt is deleted once its tasks moved (``drop_at_mtt``): the
@@ -223,15 +227,38 @@ class Scheduler:
             if self.drop_at_mtt:
                 self._delete(server, 'hibernated with nothing to do')
             return
-        rt = self.place.estimate_rt(queue, self.now(), exclude=server)
-        mtt = self.deadline - (rt + self.alpha)
-        self._log('mtt', server=server.id, mtt=mtt,
+        self._arm_mtt(server)
+
+    def _arm_mtt(self, server):
+        """Eq. 4: migrate ``server``'s frozen tasks at mtt, or now."""
+        rt = self.place.estimate_rt(server.queue(), self.now(),
+                                    exclude=server)
+        server.mtt = self.deadline - (rt + self.alpha)
+        self._log('mtt', server=server.id, mtt=server.mtt,
                   rt=rt if rt != float('inf') else None)
-        if mtt <= self.now():
+        if server.mtt <= self.now():
             self._mtt_reached(server)
         else:
-            server.mtt_timer = self.clock.call_at(mtt, self._mtt_reached,
-                                                  server)
+            server.mtt_timer = self.clock.call_at(server.mtt,
+                                                  self._mtt_reached, server)
+
+    def _recheck_mtt(self):
+        """Estimate mtt again where Alg. 4 counted on what is now gone.
+
+        An estimate reserves nothing: a server it counted on may be
+        deleted at the end of its cycle, preempted, or taken by other
+        tasks before mtt; the replacement's boot would then eat the margin
+        of A7.
+        """
+        for server in self.fleet.in_state(fleet_mod.HIBERNATED):
+            if server.mtt_timer is None:
+                continue
+            rt = self.place.estimate_rt(server.queue(), self.now(),
+                                        exclude=server)
+            if self.deadline - (rt + self.alpha) < server.mtt:
+                self.clock.cancel(server.mtt_timer)
+                server.mtt_timer = None
+                self._arm_mtt(server)
 
     def _mtt_reached(self, server):
         server.mtt_timer = None
@@ -269,6 +296,7 @@ class Scheduler:
         server.waiting = []
         self._log('server_preempted', server=server.id, tasks=len(queue))
         self._migrate(queue, server)
+        self._recheck_mtt()
 
     # -- actions ----------------------------------------------------------
 
@@ -300,6 +328,11 @@ class Scheduler:
         server.ac_timer = None
         if server.state == fleet_mod.IDLE:
             self._delete(server, 'idle at the end of its allocation cycle')
+            if not server.spot and self.stranded:
+                # A normal limit just freed up.
+                stranded, self.stranded = self.stranded, []
+                self._migrate(stranded, None)
+            self._recheck_mtt()
 
     def _busy(self, server):
         if server.ac_timer is not None:
@@ -355,17 +388,22 @@ class Scheduler:
             self._migrate([task_id], server)
         # A running task is safe if, lost just before its end, it could
         # still restart from its last checkpoint on a normal server in
-        # time; if not, restart it now while that still meets D.
+        # time; if not, restart it now while that still meets D.  The
+        # restart is timed on the fastest flavor a normal server may use,
+        # which need not be the server's own.
         for task_id, run in list(server.running.items()):
+            flavor = self.fleet.redo_flavor(task_id)
+            if flavor is None:
+                continue
             last = run.run.checkpoints[-1] if run.run.checkpoints else \
                 run.run.start
-            redo = self.fleet.run_for(task_id, server.flavor, model.NORMAL,
+            redo = self.fleet.run_for(task_id, flavor, model.NORMAL,
                                       last).wall_s
             if run.end + self.alpha + redo < self.deadline:
                 continue
             latest = self.checkpoints.latest(task_id)
             now_redo = self.fleet.run_for(
-                task_id, server.flavor, model.NORMAL,
+                task_id, flavor, model.NORMAL,
                 latest.fraction if latest else 0.0).wall_s
             if now + self.alpha + now_redo >= self.deadline:
                 continue
@@ -421,6 +459,8 @@ class Scheduler:
                       saved=self.fleet.saved[task_id])
         for server in touched.values():
             self._dispatch(server)
+        if touched:
+            self._recheck_mtt()
 
     # -- progress ---------------------------------------------------------
 

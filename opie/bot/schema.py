@@ -52,7 +52,7 @@ SCHEMA = {
                 # The job id (name + 7) names Nova servers, a tag of at
                 # most 60 characters, files and objects.
                 'name': {'type': 'string',
-                         'pattern': '^[A-Za-z0-9][A-Za-z0-9_.-]{0,43}$'},
+                         'pattern': r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,43}\Z'},
                 'description': {'type': 'string'},
                 'deadline_s': _SECONDS,
             },

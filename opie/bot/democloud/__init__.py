@@ -11,7 +11,7 @@ import logging
 import warnings
 
 NEEDS = ('the demo needs the functional extras: '
-         'pip install opie[functional]')
+         'pip install openstack-opie[functional]')
 
 
 class Unavailable(Exception):

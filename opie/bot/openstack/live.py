@@ -144,8 +144,8 @@ def start(plan, job_path, settings, jobs_dir):
 def _load(jobs_dir, job_id, lock=False):
     """The job's journal, settings and job; ``lock``: as its only
     writer."""
-    path = journal_mod.path_for(jobs_dir, job_id)
     try:
+        path = journal_mod.path_for(jobs_dir, job_id)
         journal = journal_mod.Journal(path)
         if lock:
             journal.lock()
@@ -154,9 +154,12 @@ def _load(jobs_dir, job_id, lock=False):
         raise CloudError('job %s: %s' % (job_id, exc)) from None
     except journal_mod.JournalError as exc:
         raise ValueError(str(exc)) from None
-    if 'job_source' not in meta:
-        raise ValueError('%s: not a job journal' % path)
-    job = jobfile.parse(meta['job_source'], meta['job_path'])
+    if 'job_source' not in meta or meta.get('job_id') != job_id:
+        raise ValueError('%s: not the journal of job %s' % (path, job_id))
+    try:
+        job = jobfile.parse(meta['job_source'], meta['job_path'])
+    except jobfile.JobFileError as exc:
+        raise ValueError('%s: its job file: %s' % (path, exc)) from None
     return journal, meta, job
 
 
@@ -208,7 +211,7 @@ def _adopt(ctx, job):
         ctx.journal.append({'t': now, 'event': 'server_delete',
                             'server': sid, 'reason': 'resumed delete'})
         gone.add(sid)
-    for sid, key in cloud.orphans(intents):
+    for sid, key in cloud.orphans(intents, created):
         cloud.adopt(sid, scheduler_mod.server_name(job, key), nova.BUILD)
         cloud.delete_server(sid)
         ctx.journal.append({'t': now, 'event': 'orphan_delete',
@@ -237,13 +240,13 @@ def _adopt(ctx, job):
 
 def _owned(records):
     """What the job created: ``{server id: its server_create record}``,
-    and ``{nonce: key}`` of the create calls whose answer was never
-    journalled (one writer makes one call at a time, so an answer belongs
-    to the intent just before it)."""
+    and ``{nonce: server_creating record}`` of the create calls whose
+    answer was never journalled (one writer makes one call at a time, so
+    an answer belongs to the intent just before it)."""
     created, intents = {}, {}
     for r in records:
         if r['event'] == 'server_creating':
-            intents[r['nonce']] = r['key']
+            intents[r['nonce']] = r
         elif r['event'] == 'server_create':
             if intents:
                 intents.popitem()
@@ -367,14 +370,15 @@ def jobs(jobs_dir):
             continue
         try:
             out.append(status(jobs_dir, name[:-len('.sqlite')]))
-        except (ValueError, jobfile.JobFileError):
+        except ValueError:
             continue
     return sorted(out, key=lambda st: (st['started'] or 0, st['job_id']))
 
 
 def cancel(jobs_dir, job_id, cloud=None):
-    """Delete the servers and snapshots the journal shows the job
-    created, and its objects; journal it."""
+    """Delete the servers the journal shows the job created, and its
+    objects; journal it.  The ids of servers left alone because someone
+    removed their job tag."""
     journal, meta, job, settings, conn = _reopen(jobs_dir, job_id, cloud)
     clock = clock_mod.RealClock(meta['t0'], settings.speed)
     try:
@@ -388,9 +392,10 @@ def cancel(jobs_dir, job_id, cloud=None):
     for sid, r in created.items():
         cloud_.adopt(sid, scheduler_mod.server_name(job, r['key']),
                      nova.BUILD)
-    for sid, key in _guard(cloud_.orphans, intents):
+    for sid, key in _guard(cloud_.orphans, intents, created):
         cloud_.adopt(sid, scheduler_mod.server_name(job, key), nova.BUILD)
-    _guard(cloud_.delete_all)
+    kept = _guard(cloud_.delete_all)
     _guard(store.destroy)
-    journal.append({'t': clock.now(), 'event': 'cancelled'})
+    journal.append({'t': clock.now(), 'event': 'cancelled', 'kept': kept})
     journal.set_meta(status='cancelled')
+    return kept

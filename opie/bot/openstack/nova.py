@@ -15,14 +15,18 @@ up on it (at the migration trigger time); a server in ERROR (no room)
 counts as preempted and is deleted.
 
 Ownership comes from the journal, never from what is on the cloud: any
-member of the project can tag a server or rename one.  Before each create
-call the client journals its intent with a fresh nonce that goes into the
-server's metadata, and the server's id once Nova answers; ``resume`` and
-``cancel`` touch only journalled ids, and a server created by a client
-killed before it journalled the id is recognised by its nonce (the
-earliest server carrying it: a copy can only come later).  A shelve
-snapshot is deleted only when it carries the server's id
-(``instance_uuid``) and the name Nova gives it from the journalled name.
+member of the project can tag, rename or add metadata to a server.
+Before each create call the client journals its intent (a fresh nonce
+that also goes into the server's metadata, the flavor, the image and the
+wall-clock time), and the server's id once Nova answers; ``resume`` and
+``cancel`` touch only journalled ids.  A server whose create call was cut
+short by the client's death is the job's only if it is the one server
+that carries the nonce, was created by the client's own user with that
+flavor and image, and was created within :data:`CREATE_WINDOW` of the
+intent: metadata can be copied, creation time, user, flavor and image
+cannot.  If more than one server matches, none is deleted (journalled as
+``orphan_ambiguous``).  The job creates no image: Nova deletes a shelved
+server's snapshot when the server is deleted, so the client deletes none.
 The client writes its intent to delete to the journal first, so a resumed
 client knows which vanished servers it deleted itself.
 """
@@ -41,6 +45,8 @@ API_VERSION = '2.60'      # 2.52 tags at create, 2.37 nics=none
 IMAGE_PROXY_VERSION = '2.35'   # the last with Nova's image API
 BUILD, ACTIVE, SHELVED, GONE = 'BUILD', 'ACTIVE', 'SHELVED', 'GONE'
 NONCE = 'opie-nonce'    # server metadata: which create call made it
+# How long a create call may take, and how far Nova's clock may be off.
+CREATE_WINDOW = datetime.timedelta(minutes=10)
 # A server's updated_at may lag the clock of the poll that sees it.
 SINCE_MARGIN = datetime.timedelta(minutes=2)
 
@@ -51,6 +57,11 @@ class SetupError(Exception):
 
 def tag_for(job_id):
     return 'opie-job-%s' % job_id
+
+
+def nova_flavor_name(name, preemptible):
+    """The Nova flavor of job flavor ``name`` in one market."""
+    return name + (rc.NAME_SUFFIX if preemptible else '')
 
 
 class NovaCloud(ports.Cloud):
@@ -65,6 +76,7 @@ class NovaCloud(ports.Cloud):
         self.images = adapter.Adapter(
             conn.session, default_microversion=IMAGE_PROXY_VERSION,
             **conn.endpoint_args('compute'))
+        self.session = conn.session
         self.job_id = job_id
         self.tag = tag_for(job_id)
         self.image_ref = image
@@ -89,8 +101,7 @@ class NovaCloud(ports.Cloud):
         problems = []
         for name in sorted(job.flavors):
             for preemptible in (False, True):
-                nova_name = name + (rc.NAME_SUFFIX if preemptible
-                                    else '')
+                nova_name = nova_flavor_name(name, preemptible)
                 flavor = by_name.get(nova_name)
                 if flavor is None:
                     problems.append('no flavor %r' % nova_name)
@@ -127,7 +138,10 @@ class NovaCloud(ports.Cloud):
         nonce = secrets.token_hex(8)
         self.journal.append({'t': self.clock.now(),
                              'event': 'server_creating', 'key': name,
-                             'nonce': nonce})
+                             'nonce': nonce,
+                             'flavor': nova_flavor_name(flavor.name,
+                                                        preemptible),
+                             'image': self.image, 'wall': time.time()})
         server = self.nova.servers.create(
             self.display_name(name), self.image,
             self.flavors[(flavor.name, preemptible)],
@@ -149,19 +163,29 @@ class NovaCloud(ports.Cloud):
     def adopt(self, server_id, name, state):
         self.servers[server_id] = _record(name, state)
 
-    def orphans(self, nonces):
-        """Servers this job created but never journalled (the client was
-        killed between a create call and its record): ``(id, name)`` of
-        the earliest server carrying each journalled nonce whose id is
-        not known."""
-        first = {}
+    def orphans(self, intents, known):
+        """``(id, key)`` of each server a create call made but never
+        journalled: ``intents`` maps the nonce of each such call to its
+        ``server_creating`` record (see the module docstring); ``known``
+        are the ids the journal has."""
+        user = self.session.get_user_id()
+        matches = {}
         for server in self.nova.servers.list(search_opts={'tags': self.tag}):
-            nonce = (server.metadata or {}).get(NONCE)
-            if nonce in nonces and server.id not in self.servers and (
-                    nonce not in first
-                    or server.created < first[nonce].created):
-                first[nonce] = server
-        return sorted((s.id, nonces[n]) for n, s in first.items())
+            intent = intents.get((server.metadata or {}).get(NONCE))
+            if intent is not None and server.id not in known and \
+                    _made_by(server, intent, user):
+                matches.setdefault(server.metadata[NONCE], []).append(
+                    server.id)
+        found = []
+        for nonce, ids in sorted(matches.items()):
+            if len(ids) == 1:
+                found.append((ids[0], intents[nonce]['key']))
+            else:
+                self.journal.append({'t': self.clock.now(),
+                                     'event': 'orphan_ambiguous',
+                                     'key': intents[nonce]['key'],
+                                     'servers': sorted(ids)})
+        return found
 
     def display_name(self, name):
         """Unique in the project: a job file may run more than once."""
@@ -219,7 +243,6 @@ class NovaCloud(ports.Cloud):
             entry['state'] = GONE
             if sid not in self.deleting:
                 self._emit(ports.TERMINATED, sid)
-            self._delete_shelve_images(sid)
         elif status == 'ERROR':
             entry['state'] = GONE
             self.journal.append({'t': self.clock.now(),
@@ -245,15 +268,17 @@ class NovaCloud(ports.Cloud):
     # -- deleting ---------------------------------------------------------
 
     def _delete(self, server_id, reason):
+        """Delete a server of the job; False if its job tag was removed
+        (someone took it over), True once it is gone or going."""
         try:
             server = self.nova.servers.get(server_id)
         except nova_exc.NotFound:
-            return
+            return True
         if self.tag not in (server.tags or []):
             self.journal.append({'t': self.clock.now(),
                                  'event': 'refused_delete',
                                  'server': server_id})
-            return
+            return False
         self.journal.append({'t': self.clock.now(),
                              'event': 'server_deleting',
                              'server': server_id, 'reason': reason})
@@ -263,37 +288,35 @@ class NovaCloud(ports.Cloud):
         except nova_exc.NotFound:
             pass
         if server_id in self.servers:
-            was = self.servers[server_id]['state']
             self.servers[server_id]['state'] = GONE
-            if was == SHELVED:
-                self._delete_shelve_images(server_id)
+        return True
 
     def delete_all(self):
-        """Delete every server the journal shows this job created, and
-        their shelve snapshots (cancel)."""
-        for sid in sorted(self.servers):
-            self._delete(sid, 'cancel')
-            self._delete_shelve_images(sid)
-
-    def _delete_shelve_images(self, sid):
-        """Nova names a shelve snapshot ``<server name>-shelved`` and
-        records the server's id in it."""
-        name = self.display_name(self.servers[sid]['name']) + '-shelved'
-        found = self.images.get('/images/detail', params={
-            'server': sid, 'name': name}).json()['images']
-        for image in found:
-            if image['name'] != name or \
-                    image.get('metadata', {}).get('instance_uuid') != sid:
-                continue
-            self.journal.append({'t': self.clock.now(),
-                                 'event': 'image_delete', 'server': sid,
-                                 'image': image['id']})
-            self.images.delete('/images/%s' % image['id'], raise_exc=False)
+        """Delete every server the journal shows this job created
+        (cancel); the ids of those left alone because their job tag was
+        removed."""
+        return [sid for sid in sorted(self.servers)
+                if not self._delete(sid, 'cancel')]
 
     def _emit(self, kind, sid):
         event = ports.ServerEvent(kind, sid)
         for listener in self._listeners:
             listener(event)
+
+
+def _made_by(server, intent, user):
+    """Whether ``server`` can be the answer to the create call
+    ``intent``: same user, flavor and image, created in its window."""
+    wall = datetime.datetime.fromtimestamp(intent['wall'],
+                                           datetime.timezone.utc)
+    flavor = getattr(server, 'flavor', None) or {}
+    image = getattr(server, 'image', None) or {}
+    # A token-only session (admin_token) knows no user.
+    return (user in (None, getattr(server, 'user_id', None))
+            and flavor.get('original_name') == intent['flavor']
+            and image.get('id') == intent['image']
+            and wall - SINCE_MARGIN <= _parse(server.created)
+            <= wall + CREATE_WINDOW)
 
 
 def _record(name, state):

@@ -15,13 +15,17 @@ A trace is a CSV file with a header ``time_s,flavor,event`` and events
 """
 import csv
 import dataclasses
+import io
 import math
 import random
+
+from opie.bot import files
 
 HIBERNATE = 'hibernate'
 TERMINATE = 'terminate'
 RESUME = 'resume'
 MODES = (HIBERNATE, TERMINATE)
+MAX_TRACE_BYTES = 64 * 1024 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,10 +107,12 @@ def read_trace(path, flavors):
     """Parse a trace CSV; errors name the line."""
     events = []
     try:
-        with open(path, newline='', encoding='utf-8') as f:
-            rows = list(csv.DictReader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise TraceError('%s: cannot read: %s' % (path, exc)) from None
+        rows = list(csv.DictReader(io.StringIO(
+            files.read_text(path, MAX_TRACE_BYTES), newline='')))
+    except files.ReadError as exc:
+        raise TraceError('%s: %s' % (path, exc)) from None
+    except csv.Error as exc:
+        raise TraceError('%s: not CSV: %s' % (path, exc)) from None
     for line, row in enumerate(rows, 2):
         try:
             time_s = float(row['time_s'])

@@ -47,7 +47,7 @@ def test_no_credentials_at_all(tmp_path, monkeypatch, capsys):
 
 
 def test_status_of_an_unknown_job(tmp_path, capsys):
-    code = cli.main(['status', 'nope-1', '--data-dir', str(tmp_path)])
+    code = cli.main(['status', 'nope-000001', '--data-dir', str(tmp_path)])
 
     assert code == cli.EXIT_INPUT
     assert 'no journal' in capsys.readouterr().err

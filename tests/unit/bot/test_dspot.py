@@ -1,6 +1,9 @@
+import dataclasses
+
 import pytest
 
 from opie.bot import dspot
+from opie.bot import planner
 from tests.unit.bot import helpers
 
 
@@ -39,3 +42,35 @@ def test_paper_jobs_keep_room_for_table9(name, expected):
     # The literal rule on the seeded Table 5 jobs; ED200 uses 'code'.
     assert dspot.compute(helpers.example(name)) == pytest.approx(
         expected, abs=1)
+
+
+def test_latest_safe_caps_a_rule_blind_to_the_limits():
+    # The fast flavor may not run as normal: a task lost on it re-runs on
+    # the slow one, 4 times longer, and Dspot must leave room for that.
+    slow = helpers.flavor('slow', gflops=10, limit=5)
+    fast = dataclasses.replace(helpers.flavor('fast', gflops=40),
+                               limits={'preemptible': 5, 'normal': 0})
+    job = helpers.job([400] * 4, flavors=[slow, fast], dspot='code')
+    tasks = tuple(dataclasses.replace(t, runtime_s={'slow': 1600.0,
+                                                    'fast': 400.0})
+                  for t in job.tasks)
+    job = dataclasses.replace(job, tasks=tasks)
+    assert dspot.latest_safe(job) == 2100 - (180 + 1600)
+    plan = planner.primary_map(job)
+    assert plan.dspot == dspot.latest_safe(job) < dspot.compute(job)
+    assert not plan.risks
+
+
+def test_dspot_past_the_deadline_is_capped_with_a_risk_line():
+    plan = planner.primary_map(helpers.job([300] * 4, dspot=5000.0))
+    assert plan.dspot == dspot.latest_safe(plan.job) < 2100
+    assert any('past the deadline' in r for r in plan.risks)
+    assert all(s.finish < 2100 for s in plan.servers)
+
+
+def test_no_normal_server_allowed_keeps_the_rule_and_says_so():
+    job = helpers.job([300] * 4, dspot=1500.0).with_limits(0, 0)
+    assert dspot.latest_safe(job) is None
+    plan = planner.primary_map(job)
+    assert plan.dspot == 1500.0
+    assert any('no normal server' in r for r in plan.risks)

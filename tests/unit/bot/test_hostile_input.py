@@ -3,6 +3,7 @@ the file, field or option, exit status 2, no traceback, no hang, and
 nothing started."""
 import copy
 import json
+import os
 import random
 import subprocess
 import sys
@@ -87,6 +88,15 @@ def test_fuzzed_job_files_plan_or_say_why(tmp_path, capsys, example):
     ('job: {name: "a/b", deadline_s: 100}', 'job.name'),
     ('job: {name: "a\\0b", deadline_s: 100}', 'job.name'),
     ('job: {name: "%s", deadline_s: 100}' % ('a' * 45), 'job.name'),
+    ('job: {name: "j60\\n", deadline_s: 100}', 'job.name'),
+    ('job: {name: a, deadline_s: %s}' % ('9' * 5001), 'job.deadline_s'),
+    ('job: {name: a, deadline_s: !!int abc}', 'job.deadline_s'),
+    ('job: {name: a, deadline_s: !!float abc}', 'job.deadline_s'),
+    ('job: {name: a, deadline_s: !!bool maybe}', 'job.deadline_s'),
+    ('job: {name: a, deadline_s: !!timestamp junk}', 'job.deadline_s'),
+    ('job: {name: a, deadline_s: !!python/object:os.system x}',
+     'job.deadline_s: not a valid value for tag'),
+    ('job: {name: a\x01}', 'h.yaml:1: not valid YAML'),
     ('job: ' + '[' * 5000 + ']' * 5000, 'nested too deeply'),
     ('a: &a ["x","x","x","x","x","x","x","x","x"]\n'
      + ''.join('%s: &%s [*%s,*%s,*%s,*%s,*%s,*%s,*%s,*%s,*%s]\n'
@@ -108,6 +118,11 @@ def test_hostile_documents(tmp_path, capsys, text, field):
     ({'tasks': [{'id': 'a/b', 'runtime_s': 5}]}, "tasks[0].id"),
     ({'tasks': [{'id': 'x', 'runtime_s': 5, 'command': 'a\x00b'}]},
      'tasks[0].command'),
+    ({'generate': [{'id': 't{i.real}', 'runtime_s': 5}]},
+     'generate[0].id'),
+    ({'generate': [{'id': 't{i[0]}', 'runtime_s': 5}]}, 'generate[0].id'),
+    ({'generate': [{'id': 't{i}', 'command': '{i:100000000}',
+                    'runtime_s': 5}]}, 'generate[0].command'),
     ({'policy': {'dump_base_s': 1e-300}}, None),
     ({'flavors': {'f': {'vcpus': 1, 'ram_gb': 1, 'gflops': 1,
                         'price_h': {'preemptible': 0, 'normal': 0}}}},
@@ -137,6 +152,11 @@ def test_hostile_fields(tmp_path, capsys, change, field):
     (['run', J60, '--kh', 'nan'], '--kh'),
     (['run', J60, '--kr', '-1'], '--kr'),
     (['run', J60, '--progress-every', '0'], '--progress-every'),
+    (['run', J60, '--progress-every', '1e-300'], '--progress-every'),
+    (['run', J60, '--max-normal', '3'], '--max-normal'),
+    (['run', J60, '--normal-limit', '2', '--max-normal', '0'],
+     '--max-normal'),
+    (['status', '../../etc/x-abcdef'], 'not a job id'),
     (['run', J60, '--normal-limit', '-1'], '--normal-limit'),
     (['run', J60, '--backend', 'openstack', '--poll', 'inf'], '--poll'),
     (['run', J60, '--backend', 'openstack', '--speed', 'nan'], '--speed'),
@@ -185,3 +205,26 @@ def test_output_into_a_pipe_closed_early():
     err = plan.stderr.read()
     assert plan.wait() == 0, err
     assert err == b''
+
+
+def test_a_merge_key_may_be_overridden(tmp_path, capsys):
+    job = write(tmp_path, 'm.yaml', """
+job: {name: m, deadline_s: 3600}
+flavors:
+  a: &base {vcpus: 2, ram_gb: 4, gflops: 10,
+            price_h: {preemptible: 0.01, normal: 0.1}}
+  b: {<<: *base, vcpus: 4}
+tasks: [{id: t, runtime_s: 600}]
+""")
+    assert cli.main(['plan', job]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize('special', ['/dev/zero', 'fifo', 'dir'])
+def test_a_job_file_that_is_not_a_regular_file(tmp_path, capsys, special):
+    path = {'/dev/zero': '/dev/zero', 'fifo': str(tmp_path / 'f'),
+            'dir': str(tmp_path)}[special]
+    if special == 'fifo':
+        os.mkfifo(path)
+    assert cli.main(['plan', path]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == '%s: not a regular file' % path

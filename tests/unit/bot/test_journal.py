@@ -11,7 +11,7 @@ from opie.bot import journal as journal_mod
 
 
 def test_records_and_settings_survive_reopening(tmp_path):
-    path = journal_mod.path_for(str(tmp_path / 'jobs'), 'j-1')
+    path = journal_mod.path_for(str(tmp_path / 'jobs'), 'j-00abcd')
     j = journal_mod.Journal(path, create=True)
     j.set_meta(job_id='j-1', t0=12.5)
     j.append({'t': 0.0, 'event': 'plan', 'servers': 2})
@@ -87,3 +87,31 @@ def test_the_lock_of_a_killed_client_is_free(tmp_path):
     holder.wait()
 
     again.lock()
+
+
+@pytest.mark.parametrize('make', [
+    lambda p: os.symlink(p + '.victim', p),
+    lambda p: os.mkfifo(p),
+    lambda p: os.mkdir(p),
+])
+def test_a_lock_file_that_is_not_a_regular_file_is_refused(tmp_path, make):
+    path = str(tmp_path / 'j.sqlite')
+    journal_mod.Journal(path, create=True).close()
+    with open(path + '.lock.victim', 'w') as f:
+        f.write('precious')
+    make(path + '.lock')
+    journal = journal_mod.Journal(path)
+
+    with pytest.raises(journal_mod.JournalError, match='j.sqlite.lock'):
+        journal.lock()
+    # Never blocks (a FIFO), never writes through a link.
+    assert not journal.driven()
+    with open(path + '.lock.victim') as f:
+        assert f.read() == 'precious'
+
+
+@pytest.mark.parametrize('job_id', ['../x-abcdef', '/tmp/x-abcdef', 'x',
+                                    'j60-abcdeg', 'j60-abcdef\n'])
+def test_a_job_id_names_a_journal_inside_the_directory(tmp_path, job_id):
+    with pytest.raises(journal_mod.JournalError, match='not a job id'):
+        journal_mod.path_for(str(tmp_path), job_id)

@@ -30,9 +30,10 @@ class FakeServers:
         self.unshelved.append(sid)
 
     def list(self, search_opts):
-        return [types.SimpleNamespace(id=sid, created=created,
-                                      metadata=meta)
-                for sid, created, meta in getattr(self, 'listed', [])]
+        return [types.SimpleNamespace(
+            id=sid, created=created, metadata=meta, user_id=user,
+            flavor={'original_name': flavor}, image={'id': image})
+            for sid, created, meta, user, flavor, image in self.listed]
 
 
 class FakeImages:
@@ -138,27 +139,47 @@ def test_error_at_boot_is_lost_and_deleted():
         'server_error', 'server_deleting']
 
 
-def test_deleting_a_shelved_server_deletes_its_shelve_image():
+def test_cancel_touches_no_image_and_names_what_it_kept():
+    # Nova deletes a shelved server's snapshot itself; any image the
+    # client could find by name or property, a member can forge.
     cloud, servers, _, _ = make()
-    cloud.adopt('s', 's', nova.SHELVED)
-    servers.status['s'] = 'SHELVED_OFFLOADED'
-    servers.tags['s'] = [cloud.tag]
+    for sid, tags in (('s', [cloud.tag]), ('taken', ['mine now'])):
+        cloud.adopt(sid, sid, nova.SHELVED)
+        servers.status[sid] = 'SHELVED_OFFLOADED'
+        servers.tags[sid] = tags
 
-    cloud.delete_server('s')
+    assert cloud.delete_all() == ['taken']
+    assert servers.deleted == ['s']
+    assert cloud.images.deleted == []
 
-    assert cloud.images.deleted == ['/images/img-1']
-    assert cloud.journal.records()[-1]['image'] == 'img-1'
+
+def server(sid, created, nonce, user='u-1', flavor='small', image='img'):
+    return (sid, created, {nova.NONCE: nonce}, user, flavor, image)
 
 
-def test_an_unjournalled_server_is_the_jobs_only_by_its_nonce():
+INTENT = {'key': 'm3', 'flavor': 'small', 'image': 'img',
+          # 2026-11-23T10:00:00Z
+          'wall': 1795428000.0}
+
+
+def test_an_unjournalled_server_is_the_jobs_only_if_nothing_else_fits():
     cloud, servers, _, _ = make()
-    cloud.adopt('known', 'p1', nova.ACTIVE)
+    cloud.session = types.SimpleNamespace(get_user_id=lambda: 'u-1')
     servers.listed = [
-        # A copy of the job's server, nonce and all, made after it.
-        ('copy', '2026-11-23T10:00:05Z', {nova.NONCE: 'n2'}),
-        ('ours', '2026-11-23T10:00:01Z', {nova.NONCE: 'n2'}),
-        ('known', '2026-11-23T09:00:00Z', {nova.NONCE: 'n1'}),
-        ('tagged', '2026-11-23T09:00:00Z', {}),
-        ('other', '2026-11-23T09:00:00Z', {nova.NONCE: 'n9'})]
+        server('ours', '2026-11-23T10:00:01Z', 'n2'),
+        # Its nonce copied onto an older server, a server of another
+        # user, another flavor, another image, and a known server.
+        server('older', '2026-11-20T10:00:01Z', 'n2'),
+        server('theirs', '2026-11-23T10:00:01Z', 'n2', user='u-2'),
+        server('bigger', '2026-11-23T10:00:01Z', 'n2', flavor='large'),
+        server('other-image', '2026-11-23T10:00:01Z', 'n2', image='x'),
+        server('known', '2026-11-23T10:00:01Z', 'n2')]
 
-    assert cloud.orphans({'n1': 'p1', 'n2': 'm3'}) == [('ours', 'm3')]
+    assert cloud.orphans({'n2': INTENT}, {'known': {}}) == [('ours', 'm3')]
+
+    # One more that fits: which is the job's cannot be told; none is.
+    servers.listed.append(server('twin', '2026-11-23T10:00:01Z', 'n2'))
+    assert cloud.orphans({'n2': INTENT}, {'known': {}}) == []
+    assert cloud.journal.records()[-1] == {
+        't': 7.0, 'event': 'orphan_ambiguous', 'key': 'm3',
+        'servers': ['ours', 'twin']}

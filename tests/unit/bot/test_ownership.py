@@ -16,4 +16,4 @@ def test_each_answer_belongs_to_the_intent_before_it():
     created, intents = live._owned(records)
 
     assert sorted(created) == ['s0', 's2']
-    assert intents == {'b': 'p1'}
+    assert intents == {'b': records[2]}

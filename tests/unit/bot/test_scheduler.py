@@ -1,4 +1,6 @@
 """The dynamic scheduler on hand-made preemption traces."""
+import dataclasses
+
 import pytest
 
 from opie.bot import checkpoint
@@ -14,6 +16,18 @@ def _plan(runtimes=(400,) * 4, deadline=2100.0, **kwargs):
     spot = helpers.flavor('f', gflops=40)
     return planner.primary_map(helpers.job(runtimes, flavors=[spot],
                                            deadline=deadline, **kwargs))
+
+
+def _hand_plan(job, servers):
+    """A plan of (key, market, task ids) servers, all of flavor f."""
+    flavor = job.flavors['f']
+    planned = [planner.PlannedServer(
+        key=key, flavor=flavor, market=market, slots=job.slots(flavor),
+        boot_s=job.policy.alpha_s,
+        tasks=[(t, job.policy.alpha_s, 0.0) for t in tasks])
+        for key, market, tasks in servers]
+    return planner.Plan(job=job, dspot=job.deadline_s, servers=planned,
+                        risks=[])
 
 
 def _trace(*events):
@@ -64,8 +78,10 @@ def test_terminate_migrates_at_once():
 
 
 def test_late_hibernation_migrates_at_once_when_mtt_is_past():
-    plan = _plan(runtimes=(400, 400), deadline=1000.0, dspot=800.0)
-    assert plan.makespan < 800
+    # Past latest_safe the planner would not put these tasks on a
+    # preemptible server; the scheduler must cope anyway.
+    job = helpers.job([400, 400], deadline=1000.0)
+    plan = _hand_plan(job, [('p0', model.PREEMPTIBLE, ['t00', 't01'])])
     result = backend.run(plan, trace=_trace((600, 'hibernate')))
     (mtt,) = _events(result, 'mtt')
     assert mtt['mtt'] < mtt['t'] == 600
@@ -127,3 +143,50 @@ def test_nothing_left_to_run_on_is_reported_not_crashed():
     rep = report.build(result)
     assert not result.finished and not rep['result']['deadline_met']
     assert any('stranded' in m for m in rep['misses'])
+
+
+def test_mtt_keeps_its_margin_when_the_idle_server_it_counted_on_goes():
+    # Alg. 4 counts on n1, idle from 300 s; n1 is deleted at the end of
+    # its cycle (900 s), long before mtt, so the migration needs a boot
+    # the estimate did not count: mtt is estimated again then, and the
+    # alpha of margin stays.
+    f = helpers.flavor('f', vcpus=1, limit=5)
+    job = helpers.job([1000, 120], flavors=[f], deadline=3000.0)
+    plan = _hand_plan(job, [('p0', model.PREEMPTIBLE, ['t00']),
+                            ('n1', model.NORMAL, ['t01'])])
+    result = backend.run(plan, trace=_trace((400, 'hibernate')))
+    first, *again = _events(result, 'mtt')
+    assert first['rt'] == 1000     # on n1, with no boot
+    assert again and again[-1]['mtt'] < first['mtt']
+    rep = report.build(result)
+    assert rep['result']['makespan_s'] <= 3000 - job.policy.alpha_s + 1e-6
+
+
+def test_resume_guard_restarts_on_the_fastest_normal_flavor():
+    # A slow preemptible flavor with a fast normal one.  Resumed at 1100 s
+    # the task would end at 2398 s; lost just before that, its re-run
+    # could not make D on any flavor.  Restarting now makes D only on the
+    # fast flavor, so the guard must time the restart there.
+    slow = helpers.flavor('slow', vcpus=1, gflops=10, spot=0.01,
+                          normal=0.1, limit=5)
+    fast = dataclasses.replace(
+        helpers.flavor('fast', vcpus=1, gflops=40, spot=0.5, normal=0.05),
+        limits={model.PREEMPTIBLE: 0, model.NORMAL: 5})
+    task = model.Task(id='t00', command='', memory_mb=5.0,
+                      runtime_s={'slow': 1200.0, 'fast': 300.0})
+    job = model.Job(name='test', deadline_s=2400.0, policy=model.Policy(),
+                    flavors={'slow': slow, 'fast': fast}, tasks=(task,))
+    server = planner.PlannedServer(key='p0', flavor=slow,
+                                   market=model.PREEMPTIBLE, slots=1,
+                                   boot_s=180.0, tasks=[('t00', 180.0, 0.0)])
+    plan = planner.Plan(job=job, dspot=1500.0, servers=[server], risks=[])
+    trace = [preemption.TraceEvent(t, 'slow', e) for t, e in (
+        (200, 'hibernate'), (1100, 'resume'), (2390, 'hibernate'))]
+    result = backend.run(plan, trace=trace)
+    (resumed,) = _events(result, 'server_resumed')
+    assert resumed['before_mtt']
+    assert _events(result, 'resume_guard')
+    (create,) = [r for r in _events(result, 'server_create')
+                 if r['reason'] == 'migration']
+    assert create['flavor'] == 'fast'
+    assert report.build(result)['result']['deadline_met']
