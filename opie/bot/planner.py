@@ -19,6 +19,11 @@ A4): a plan is always produced.
 Dspot is the policy's, capped by :func:`opie.bot.dspot.latest_safe`; a
 number past the deadline is a risk line, not an error (A4).
 
+The map is kept only if normal servers could take over from every
+preemptible server lost at once, at the boot or just before any of their
+tasks ends (:func:`survives_loss`), and if it bills no more than the
+baseline when nothing is lost; otherwise the plan is the baseline itself.
+
 The normal-only baseline runs the very same map with every server normal
 and no checkpoints, as the paper's Table 9 does, when that map keeps to
 the job's normal limits; otherwise it is the primary map made with normal
@@ -27,10 +32,13 @@ servers only.
 import dataclasses
 import heapq
 import itertools
+import math
 import typing
 
 from opie.bot import dspot as dspot_mod
+from opie.bot import fleet as fleet_mod
 from opie.bot import model
+from opie.bot import placement
 from opie.bot import projection
 from opie.bot import wrr
 
@@ -238,8 +246,114 @@ class _Builder:
                     risks=self.risks)
 
 
-def primary_map(job):
+# Loss times the take-over check tries, at most, besides the boot.
+LOSS_SAMPLES = 16
+
+
+class _Frozen:
+    """A planned normal task running at the loss time: when it ends."""
+    __slots__ = ('end',)
+
+    def __init__(self, end):
+        self.end = end
+
+
+def _loss_times(plan):
+    """When losing every preemptible server at once hurts most.
+
+    Just before a task ends it holds the most lost work; at the boot the
+    most tasks are left.  A long map is sampled evenly.
+    """
+    ends = sorted({end for s in plan.servers
+                   if s.market == model.PREEMPTIBLE for _, _, end in s.tasks})
+    if len(ends) > LOSS_SAMPLES:
+        step = len(ends) / LOSS_SAMPLES
+        ends = [ends[int(i * step)] for i in range(LOSS_SAMPLES)] + ends[-1:]
+    return [plan.job.policy.alpha_s] + [max(e - 1e-6, 0.0) for e in ends]
+
+
+def take_over_time(plan, loss):
+    """Alg. 4's estimate when every preemptible server is lost at ``loss``.
+
+    The planned normal servers go on with their queues; the tasks the
+    preemptible servers still hold restart from scratch wherever Alg. 4
+    would put them, new normal servers within the limits included.
+    """
+    job = plan.job
+    fleet = fleet_mod.Fleet(job)
+    place = placement.Placement(job, fleet)
+    held = []
+    for s in plan.servers:
+        order = sorted(s.tasks, key=lambda x: x[1])
+        if s.market == model.PREEMPTIBLE:
+            held += [t for t, _, end in order if end > loss]
+            continue
+        server = fleet_mod.Server(s.key, s.key, s.flavor, s.market, s.slots,
+                                  0.0, s.boot_s)
+        server.active = loss >= s.boot_s
+        server.running = {t: _Frozen(end) for t, start, end in order
+                          if start <= loss < end}
+        server.waiting = [t for t, start, _ in order if start > loss]
+        server.state = (fleet_mod.BUSY if server.queue()
+                        else fleet_mod.IDLE)
+        fleet.add(server)
+    if not held:
+        return 0.0
+    return place.estimate_rt(held, loss, exclude=None)
+
+
+def survives_loss(plan):
+    """Whether normal servers can take over at any loss before D.
+
+    Lost at time ``l``, every held task must find a place where Alg. 4
+    ends it before D (a finite ``rt``).
+    """
+    return all(loss + take_over_time(plan, loss) < plan.job.deadline_s
+               for loss in _loss_times(plan))
+
+
+def billed_cost(plan):
+    """What the plan's servers bill if nothing is lost (A10).
+
+    A server idle after its last task is deleted at the end of its
+    allocation cycle, or when the job ends.
+    """
+    ac = plan.job.policy.ac_s
+    end = plan.makespan
+    return sum(s.price_h * min(math.ceil(s.finish / ac) * ac, end)
+               for s in plan.servers) / 3600.0
+
+
+def hads_map(job):
+    """The map of HADS Alg. 2-3, before the take-over check."""
     return _Builder(job).build()
+
+
+def primary_map(job):
+    """The HADS map, or the normal-only baseline where that is safer.
+
+    The baseline replaces the map when the normal servers the limits
+    allow could not take over from lost preemptible ones before D
+    (:func:`survives_loss`), or when the map would bill more than the
+    baseline even if nothing is lost.
+    """
+    plan = hads_map(job)
+    if not plan.count(model.PREEMPTIBLE):
+        return plan
+    safe = normal_only(plan)
+    if not within_limits(safe):
+        # No normal server may run the job: nothing to fall back on.
+        return plan
+    if not survives_loss(plan):
+        safe.risks.append('the normal servers the limits allow could not '
+                          'take over from lost preemptible ones in time: '
+                          'planned on normal servers only')
+        return safe
+    if billed_cost(plan) > billed_cost(safe):
+        safe.risks.append('preemptible servers would cost more than normal '
+                          'ones: planned on normal servers only')
+        return safe
+    return plan
 
 
 def normal_map(job):

@@ -231,8 +231,7 @@ class Scheduler:
 
     def _arm_mtt(self, server):
         """Eq. 4: migrate ``server``'s frozen tasks at mtt, or now."""
-        rt = self.place.estimate_rt(server.queue(), self.now(),
-                                    exclude=server)
+        rt = self._estimate_rt(server)
         server.mtt = self.deadline - (rt + self.alpha)
         self._log('mtt', server=server.id, mtt=server.mtt,
                   rt=rt if rt != float('inf') else None)
@@ -241,6 +240,11 @@ class Scheduler:
         else:
             server.mtt_timer = self.clock.call_at(server.mtt,
                                                   self._mtt_reached, server)
+
+    def _estimate_rt(self, server):
+        """Alg. 4 for ``server``'s queue (Eq. 4's rt)."""
+        return self.place.estimate_rt(server.queue(), self.now(),
+                                      exclude=server)
 
     def _recheck_mtt(self):
         """Estimate mtt again where Alg. 4 counted on what is now gone.
@@ -253,8 +257,7 @@ class Scheduler:
         for server in self.fleet.in_state(fleet_mod.HIBERNATED):
             if server.mtt_timer is None:
                 continue
-            rt = self.place.estimate_rt(server.queue(), self.now(),
-                                        exclude=server)
+            rt = self._estimate_rt(server)
             if self.deadline - (rt + self.alpha) < server.mtt:
                 self.clock.cancel(server.mtt_timer)
                 server.mtt_timer = None
