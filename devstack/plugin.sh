@@ -1,35 +1,70 @@
 #!/bin/bash
 #
 # DevStack plugin of OPIE, the OpenStack Preemptible Instances Extension.
+# What each phase does, and why there, is in doc/source/operator/devstack.rst.
 #
 # stack install      install OPIE into Nova's Python environment
-# stack post-config  scheduler: OPIE's filter, weighers and [opie] group
-#                    (opie-manage nova-conf scheduler); compute: where the
-#                    provider config is, shelve offload (opie-manage
-#                    nova-conf compute) and the provider.yaml that gives it
-#                    the CUSTOM_PREEMPTIBLE_* inventory
-# stack extra        run opie-scheduler in place of nova-scheduler, bring
-#                    provider.yaml up to date with the final nova-cpu.conf,
-#                    create the preemptible twins of $OPIE_FLAVORS
+# stack post-config  scheduler: OPIE's filter, weighers and [opie] group in
+#                    $NOVA_CONF (opie-manage nova-conf scheduler)
+# stack extra        scheduler: add OPIE's filter and weighers back if a
+#                    local.conf [[post-config|$NOVA_CONF]] block replaced
+#                    them, run opie-scheduler in place of nova-scheduler;
+#                    compute: provider config location and shelve offload
+#                    in $NOVA_CPU_CONF (opie-manage nova-conf compute), the
+#                    provider.yaml that gives the CUSTOM_PREEMPTIBLE_*
+#                    inventory, restart of every nova-compute unit;
+#                    API: the preemptible twins of $OPIE_FLAVORS
 # clean              remove the provider.yaml
 
 function install_opie {
     setup_develop $OPIE_DIR
 }
 
-function configure_opie_scheduler {
-    local service_user=()
-    if [[ "$OPIE_TERMINATION_MODE" == "shelve" ]]; then
-        # Shelving snapshots the victim to Glance on behalf of its owner.
-        service_user=(--auth-url "$KEYSTONE_SERVICE_URI" --username nova
-            --password "$SERVICE_PASSWORD"
-            --project-name "$SERVICE_PROJECT_NAME"
-            --domain-name "$SERVICE_DOMAIN_NAME")
+# Shelve mode snapshots victims with the credentials of Nova's own
+# [service_user] group, which DevStack writes into nova.conf when
+# NOVA_USE_SERVICE_TOKEN is True (its default): no password here.
+function check_opie_settings {
+    if [[ "$OPIE_TERMINATION_MODE" == "shelve" && \
+            "${NOVA_USE_SERVICE_TOKEN:-True}" != "True" ]]; then
+        # die prints its second argument only.
+        die $LINENO "OPIE: OPIE_TERMINATION_MODE=shelve uses Nova's\
+ [service_user] credentials; DevStack writes them only with\
+ NOVA_USE_SERVICE_TOKEN=True"
     fi
+}
+
+function configure_opie_scheduler {
     $NOVA_BIN_DIR/opie-manage nova-conf scheduler --config-file $NOVA_CONF \
         --costs "$OPIE_COSTS" --billing-period $OPIE_BILLING_PERIOD \
         --max-victims $OPIE_MAX_VICTIMS \
-        --termination-mode $OPIE_TERMINATION_MODE "${service_user[@]}"
+        --termination-mode $OPIE_TERMINATION_MODE
+}
+
+# stack.sh merges local.conf's [[post-config|$NOVA_CONF]] blocks after the
+# plugins' post-config phase: one that sets [filter_scheduler]
+# enabled_filters, available_filters or weight_classes replaces the list
+# OPIE's classes were added to. Add them back to the operator's list, as
+# opie-manage does to any list it finds (no [opie] option is given, so
+# those a block set stay as they are), and say so.
+function restore_opie_scheduler_classes {
+    local before
+    before=$(mktemp)
+    cp $NOVA_CONF $before
+    $NOVA_BIN_DIR/opie-manage nova-conf scheduler --config-file $NOVA_CONF \
+        || { rm -f $before; return 1; }
+    if ! cmp -s $before $NOVA_CONF; then
+        echo "WARNING: OPIE: a local.conf [[post-config|\$NOVA_CONF]] block" \
+            "set [filter_scheduler] without OPIE's filter or weighers;" \
+            "added them to its lists in $NOVA_CONF"
+    fi
+    rm -f $before
+}
+
+# The same scheduler service (name, binary record, topic) with OPIE's
+# manager: DevStack's unit devstack@n-sch.service now runs opie-scheduler.
+function start_opie_scheduler {
+    stop_process n-sch
+    run_process n-sch "$NOVA_BIN_DIR/opie-scheduler --config-file $NOVA_CONF"
 }
 
 # opie_write_provider_config PATH - write this compute's provider.yaml
@@ -42,6 +77,10 @@ function opie_write_provider_config {
         $sizes --output $1
 }
 
+# DevStack writes $NOVA_CPU_CONF only when it starts the computes, after
+# the post-config phase, as a copy of $NOVA_CONF with the local.conf
+# [[post-config|$NOVA_CPU_CONF]] blocks merged (lib/nova
+# start_nova_compute): OPIE's compute settings go into that final file.
 function configure_opie_compute {
     $NOVA_BIN_DIR/opie-manage nova-conf compute --config-file $NOVA_CPU_CONF \
         --provider-config-dir $OPIE_PROVIDER_CONFIG_DIR \
@@ -49,29 +88,25 @@ function configure_opie_compute {
     opie_write_provider_config $OPIE_PROVIDER_CONFIG_DIR/opie.yaml
 }
 
-# local.conf [[post-config]] sections are merged after this plugin's
-# post-config phase: if they changed a ratio or a reserved amount,
-# provider.yaml is stale and nova-compute must read it again.
-function refresh_opie_provider_config {
-    local current=$OPIE_PROVIDER_CONFIG_DIR/opie.yaml
-    # Not *.yaml, so nova-compute never reads it; same directory, so the
-    # rename is atomic.
-    local fresh=$current.new
-    opie_write_provider_config $fresh
-    if cmp -s $fresh $current; then
-        rm -f $fresh
-        return
+# The services DevStack runs nova-compute as (lib/nova start_nova_compute):
+# n-cpu-1 .. n-cpu-$NUMBER_FAKE_NOVA_COMPUTE with the fake virt driver,
+# which all read $NOVA_CPU_CONF (plus a nova-fake.conf-N of their own
+# giving host and state_path), n-cpu otherwise.
+function opie_compute_services {
+    if [[ "$VIRT_DRIVER" == "fake" ]]; then
+        seq -f 'n-cpu-%.0f' 1 ${NUMBER_FAKE_NOVA_COMPUTE:-1}
+    else
+        echo n-cpu
     fi
-    echo "OPIE: nova-cpu.conf changed after post-config, updating $current"
-    mv $fresh $current
-    $SYSTEMCTL restart devstack@n-cpu.service
 }
 
-# The same scheduler service (name, binary record, topic) with OPIE's
-# manager; DevStack stops it as n-sch.
-function start_opie_scheduler {
-    stop_process n-sch
-    run_process n-sch "$NOVA_BIN_DIR/opie-scheduler --config-file $NOVA_CONF"
+# nova-compute reads provider.yaml only when it starts. A unit that is
+# missing fails systemctl, and so stack.sh.
+function restart_opie_computes {
+    local service
+    for service in $(opie_compute_services); do
+        $SYSTEMCTL restart devstack@$service.service
+    done
 }
 
 function create_opie_flavors {
@@ -87,19 +122,20 @@ if is_service_enabled opie; then
         echo_summary "Installing OPIE"
         install_opie
     elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
-        echo_summary "Configuring OPIE"
+        check_opie_settings
         if is_service_enabled n-sch; then
+            echo_summary "Configuring OPIE's scheduler"
             configure_opie_scheduler
-        fi
-        if is_service_enabled n-cpu; then
-            configure_opie_compute
         fi
     elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
         if is_service_enabled n-cpu; then
-            refresh_opie_provider_config
+            echo_summary "Configuring OPIE on the computes"
+            configure_opie_compute
+            restart_opie_computes
         fi
         if is_service_enabled n-sch; then
             echo_summary "Starting opie-scheduler in place of nova-scheduler"
+            restore_opie_scheduler_classes
             start_opie_scheduler
         fi
         if is_service_enabled n-api; then

@@ -8,8 +8,8 @@ Servers of the primary map are created when the job starts.  Then:
 * a server hibernates: its tasks freeze, and unless it resumes first they
   migrate at the migration trigger time ``mtt = D - (rt + alpha)`` (Eq. 4,
   ``rt`` from Alg. 4), at once if that is already past; mtt is estimated
-  again when a server the estimate may have counted on is deleted, lost
-  or filled by migrated tasks (research note A7);
+  again when a server the estimate may have counted on is deleted, lost,
+  hibernated while idle or filled by migrated tasks (research note A7);
 * a server is terminated (OPIE deletes preempted servers; they never come
   back): its tasks migrate at once, a documented deviation from HADS,
   which would wait for a resume that cannot happen;
@@ -217,12 +217,16 @@ class Scheduler:
 
     def _on_hibernated(self, server):
         self._cancel(server)
+        was_idle = server.state == fleet_mod.IDLE
         server.state = fleet_mod.HIBERNATED
         server.hib_since = self.now()
         for run in server.running.values():
             run.left = run.end - self.now()
         queue = server.queue()
         self._log('server_hibernated', server=server.id, tasks=len(queue))
+        if was_idle:
+            # Frozen queues may have counted on this idle server.
+            self._recheck_mtt()
         if not queue:
             if self.drop_at_mtt:
                 self._delete(server, 'hibernated with nothing to do')

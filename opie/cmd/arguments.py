@@ -1,5 +1,6 @@
 """Argument types shared by the ``opie-manage`` subcommands."""
 import argparse
+import math
 
 
 def whole_number(minimum):
@@ -15,6 +16,31 @@ def whole_number(minimum):
                 'must be >= %d, got %d' % (minimum, value))
         return value
     return parse
+
+
+def finite_number(text):
+    """An argparse type: a finite number (float() also takes nan, inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(
+            'expected a finite number, got %r' % text)
+    return value
+
+
+def add_nova_conf_arguments(parser, what):
+    """``--config-file`` (repeatable) and ``--config-dir``: the nova.conf
+    files read, as Nova reads them; ``what`` says whose they are."""
+    parser.add_argument('--config-file', action='append', default=[],
+                        metavar='PATH',
+                        help='%s nova.conf (repeatable: merged in order, as '
+                        'Nova does)' % what)
+    parser.add_argument('--config-dir', metavar='DIR',
+                        help='its --config-dir (nova.conf.d): the *.conf '
+                        'files there are read after the --config-file ones, '
+                        'by name')
 
 
 def add_cloud_arguments(parser):

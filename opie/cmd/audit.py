@@ -10,11 +10,14 @@ The audit looks at a nova.conf, at a running cloud, or both::
     # anywhere, with admin credentials
     opie-manage audit --cloud --os-cloud admin
 
-It prints every problem with the thing at fault and how to fix it. Exit
+It prints every problem with the thing at fault and how to fix it, as
+text or, with ``--format json``, as one JSON object for monitoring. Exit
 codes: 0 nothing wrong, 1 problems found, 2 bad input (the message names
 it).
 """
+import dataclasses
 import datetime
+import json
 
 from opie.cmd import arguments
 from opie.cmd import audit_conf
@@ -34,15 +37,15 @@ def register(subparsers):
         'cloud (--cloud) for what OPIE needs; print each problem with how '
         'to fix it. Exit codes: 0 nothing wrong, 1 problems found, 2 bad '
         'input.')
-    parser.add_argument('--config-file', action='append', default=[],
-                        metavar='PATH',
-                        help='nova.conf to check (repeatable: merged in '
-                        'order, as Nova does)')
+    arguments.add_nova_conf_arguments(parser, 'the host\'s')
     parser.add_argument('--role', choices=sorted(ROLES), default='all',
                         help='what the host of --config-file runs: '
                         'scheduler checks filters, weighers, [opie] and '
                         'the heartbeat; compute the provider config and '
                         'shelve offload (default: all)')
+    parser.add_argument('--format', choices=('text', 'json'), default='text',
+                        help='text for people (default), or one JSON object '
+                        'with the problems and what was checked')
     parser.add_argument('--cloud', action='store_true',
                         help='check flavors and compute nodes through the '
                         'APIs (implied by --os-cloud)')
@@ -57,10 +60,10 @@ def command(args):
                                 '--cloud or --os-cloud')
     found, checked = [], []
     if args.config_file:
-        conf = nova_conf.load(args.config_file)
+        conf = nova_conf.load(args.config_file, args.config_dir)
         now = datetime.datetime.now(datetime.timezone.utc)
         found += audit_conf.check(conf, ROLES[args.role], now)
-        checked.append('%s (%s)' % (', '.join(args.config_file),
+        checked.append('%s (%s)' % (nova_conf.where(conf),
                                     ' and '.join(ROLES[args.role])))
     if use_cloud:
         # Only now: the cloud clients take most of opie-manage's start-up.
@@ -70,6 +73,11 @@ def command(args):
             problems, summary = audit_cloud.audit(cloud.connect(args))
         found += problems
         checked.append('cloud: %s' % summary)
+    if args.format == 'json':
+        print(json.dumps({'problems': [dataclasses.asdict(problem)
+                                       for problem in found],
+                          'checked': checked}, indent=2))
+        return EXIT_PROBLEMS if found else 0
     for problem in found:
         print(problem)
     print('%s; checked %s' % (

@@ -1,24 +1,31 @@
 """``opie-manage audit --config-file``: what OPIE needs from nova.conf.
 
 A scheduler host needs OPIE's filter and weighers enabled, usable
-``[opie]`` options, and ``opie-scheduler`` running in place of
-``nova-scheduler``, which only its heartbeat file shows (the service
-record keeps Nova's name). A compute host needs a provider config giving
-it ``CUSTOM_PREEMPTIBLE_*`` inventory and, in shelve mode, to offload
-shelved instances at once. Each check returns a list of
-:class:`~problems.Problem`.
+``[opie]`` options (oslo.config silently ignores a misspelt name and reads
+an unescaped ``$`` as a reference to another option), and
+``opie-scheduler`` running in place of ``nova-scheduler``, which only its
+heartbeat file shows (the service record keeps Nova's name). A compute
+host needs a provider config giving it ``CUSTOM_PREEMPTIBLE_*`` inventory
+and, in shelve mode, to offload shelved instances at once. Each check
+returns a list of :class:`~problems.Problem`.
 """
 import datetime
+import difflib
 import glob
 import os
+import re
 
+from keystoneauth1 import exceptions as ks_exceptions
+from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 import yaml
 
+from opie.cmd import inifile
 from opie.cmd import nova_conf
 from opie.cmd import problems
 from opie.cmd import provider_config
 from opie.core import preemptible as rc
+from opie.nova import compat
 from opie.nova import conf as opie_conf
 from opie.nova import heartbeat
 
@@ -35,10 +42,23 @@ def check(conf, roles, now):
                                 _subset_size, _candidate_limit):
             found += scheduler_check(conf)
         settings, problems_found = _opie_group(conf)
-        found += problems_found + _heartbeat(conf, settings, now)
+        found += problems_found + _opie_lines(conf)
+        found += _heartbeat(conf, settings, now) + _nova_release()
     if COMPUTE in roles:
         found += _provider_config(conf) + _shelve_offload(conf)
     return found
+
+
+def _nova_release():
+    """The Nova of this Python environment (the scheduler's, when run
+    with its Python) is one this OPIE runs on."""
+    found = compat.release_problem()
+    if found is None:
+        return []
+    return [problems.Problem(
+        'Nova', found, 'install the OPIE release made for this Nova, or '
+        'keep nova-scheduler until there is one (opie-scheduler refuses '
+        'to start)')]
 
 
 def _option(group, name):
@@ -130,16 +150,75 @@ def _opie_group(conf):
     except opie_conf.ConfigError as exc:
         return None, [problems.Problem('nova.conf [opie]', str(exc),
                                        'correct the value, %s' % RESTART)]
+    # OPIE shelves with Nova's own service user if set, else its own.
     if (settings.termination_mode == opie_conf.SHELVE
-            and not conf.opie.auth_type):
+            and not conf.opie.auth_type
+            and not conf[nova_conf.SERVICE_USER_GROUP].auth_type):
         return settings, [problems.Problem(
             _option('opie', 'auth_type'),
             'termination_mode = shelve needs service user credentials '
             '(shelving snapshots to Glance), but none are set',
-            'set auth_type = password, auth_url, username, password, '
-            'project_name and the domains of a service user in [opie], '
-            '%s' % RESTART)]
+            'set Nova\'s [service_user] or, in [opie], auth_type = '
+            'password, auth_url, username, password, project_name and the '
+            'domains of a service user, %s' % RESTART)]
     return settings, []
+
+
+def _opie_options(conf):
+    """The options [opie] may hold: OPIE's, keystoneauth's session and
+    auth options and those of its auth plugin (password's if unknown)."""
+    try:
+        plugin = ks_loading.get_auth_plugin_conf_options(
+            conf.opie.auth_type or 'password')
+    except ks_exceptions.NoMatchingPlugin:
+        # A plugin not installed here: the options of the usual one.
+        plugin = ks_loading.get_auth_plugin_conf_options('password')
+    return (opie_conf.list_opts()[0][1] + ks_loading.get_session_conf_options()
+            + plugin)
+
+
+# A "$" oslo.config interpolates: not one of a "$$", which reads as "$".
+UNESCAPED = re.compile(r'\$\$|\$\{?(\w*)')
+
+
+def _opie_lines(conf):
+    """What oslo.config silently gets wrong in the lines of [opie]: an
+    option name OPIE does not know (a typo leaves the default in force),
+    a "$" not escaped as "$$" (read as a reference to another option)."""
+    opts = _opie_options(conf)
+    names = {name for opt in opts
+             for name in [opt.dest] + [d.name for d in opt.deprecated_opts]}
+    secret = {opt.dest for opt in opts if opt.secret}
+    found = []
+    for path in nova_conf.conf_sources(conf):
+        try:
+            lines = inifile.read(path).options(opie_conf.GROUP_NAME)
+        except (OSError, inifile.IniError):
+            # Read by oslo.config already: its own check names the file.
+            continue
+        for option, value in lines:
+            subject = _option('opie', option)
+            if option not in names:
+                close = difflib.get_close_matches(option, names, n=1)
+                found.append(problems.Problem(
+                    subject, 'is not an option of [opie]: OPIE ignores it '
+                    '(%s)' % path,
+                    ('rename it %s' % close[0] if close else 'remove it')
+                    + ', %s' % RESTART))
+            # A reference to a known option is meant (heartbeat_path =
+            # $state_path/...), unless in a secret, which is never one.
+            references = [m.group(1) for m in UNESCAPED.finditer(value)
+                          if m.group() != '$$' and (
+                              option in secret or m.group(1) not in conf)]
+            if references:
+                found.append(problems.Problem(
+                    subject, 'has an unescaped "$" (%s): oslo.config %s' % (
+                        path,
+                        'reads it as a reference to another option'
+                        if option in secret else 'reads "$%s" as a '
+                        'reference to option %s' % ((references[0],) * 2)),
+                    'write each "$" of the value as "$$", %s' % RESTART))
+    return found
 
 
 def _heartbeat(conf, settings, now):

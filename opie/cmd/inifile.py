@@ -10,9 +10,13 @@ editor sees what Nova sees: indented lines continue the value above, a
 value is stripped of blanks and of one pair of surrounding quotes, section
 names other than ``DEFAULT`` are case-insensitive and a section may appear
 several times, a repeated option (a multi-valued one such as
-``available_filters``) gives one value per line.
+``available_filters``) gives one value per line. Lines keep their ending
+(a CRLF file stays CRLF), and a ``$`` in a value written is doubled, since
+oslo.config would read it as a reference to another option.
 """
 import dataclasses
+import os
+import stat
 
 DEFAULT = 'DEFAULT'
 QUOTES = ('"', "'")
@@ -61,8 +65,14 @@ def _split(line):
     return option, value[1:-1] if _is_quoted(value) else value
 
 
+def escape(value):
+    """``value`` as written in a file oslo.config reads it back from."""
+    return value.replace('$', '$$')
+
+
 def _line(option, value):
-    """The line that gives ``option`` the value ``value`` when read back."""
+    """The line that gives ``option`` the raw value ``value`` (``$``
+    escaped already) when read back."""
     if '\n' in value or '\r' in value:
         raise IniError('the value of %s cannot span lines' % option)
     # Quote what reading back would strip: blanks around the value, or a
@@ -78,14 +88,21 @@ class IniFile:
     def __init__(self, text=''):
         # Split as Python reads a file line by line, like oslo.config
         # (str.splitlines() would also split at form feeds and others).
+        # A line keeps the '\r' of a CRLF ending: parsing ignores it, and
+        # lines added get one too if the file's first line has one.
         self.lines = text.split('\n')
-        if self.lines[-1] == '':
+        self._cr = '\r' if self.lines[0].endswith('\r') else ''
+        # Whether the last line ends with a newline (kept as found unless
+        # lines are added after it).
+        self._final_newline = self.lines[-1] == ''
+        if self._final_newline:
             self.lines.pop()
         self._headers, self._assignments = self._parse()
 
     @property
     def text(self):
-        return ''.join(line + '\n' for line in self.lines)
+        end = '\n' if self.lines and self._final_newline else ''
+        return '\n'.join(self.lines) + end
 
     def _parse(self):
         """Section headers, {line index: section key}, and assignments."""
@@ -128,15 +145,24 @@ class IniFile:
         return [a for a in self._assignments
                 if a.section == key and a.option == option]
 
+    def options(self, section):
+        """(option, raw value) of every line of ``section``, in order."""
+        key = _section_key(section)
+        return [(a.option, a.value) for a in self._assignments
+                if a.section == key]
+
     def get(self, section, option):
         """The values of ``option`` in ``section``, one per line, in file
         order (oslo.config uses the last one of a single-valued option).
         """
         return [a.value for a in self._find(section, option)]
 
-    def set(self, section, option, values):
+    def set(self, section, option, values, raw=False):
         """Make ``values`` the values of ``option`` in ``section``, one line
         each; return whether anything changed.
+
+        Values are escaped from interpolation unless ``raw`` (values
+        already as written in the file, such as those :meth:`get` gives).
 
         The existing lines of the option are reused in order: a line that
         already has its value is left as it is, the others are rewritten
@@ -144,7 +170,9 @@ class IniFile:
         added after the last line of the option (else at the end of the
         section, which is added at the end of the file if missing).
         """
-        new = [_line(option, value) for value in values]
+        if not raw:
+            values = [escape(value) for value in values]
+        new = [_line(option, value) + self._cr for value in values]
         found = self._find(section, option)
         edits = []
         for assignment, value, line in zip(found, values, new):
@@ -153,14 +181,57 @@ class IniFile:
         edits += [(a.start, a.end, []) for a in found[len(new):]]
         if len(new) > len(found):
             at, head = self._insertion_point(section, found)
-            edits.append((at, at, head + new[len(found):]))
+            edits.append((at, at, [h + self._cr for h in head]
+                          + new[len(found):]))
+        self._edit(edits)
+        if len(found) > len(new):
+            self._drop_empty_sections(section)
+        return bool(edits)
+
+    def _edit(self, edits):
+        """Replace lines: each edit is (start, end excluded, new lines)."""
         # Bottom up, so that each edit leaves the line numbers of the
         # others valid.
         for start, end, lines in sorted(edits, key=lambda edit: -edit[0]):
+            if end == len(self.lines) and lines and not self._final_newline:
+                # Lines go after the last one, which now needs its end.
+                if start == end and self.lines:
+                    self.lines[-1] += self._cr
+                self._final_newline = True
             self.lines[start:end] = lines
         if edits:
             self._headers, self._assignments = self._parse()
-        return bool(edits)
+
+    def _section_spans(self, section):
+        """(start, end excluded) of each header of ``section`` and its
+        lines; at the end of the file, with the blank lines before it,
+        which separated it from the section above."""
+        key = _section_key(section)
+        starts = sorted(self._headers) + [len(self.lines)]
+        spans = []
+        for start, end in zip(starts, starts[1:]):
+            if self._headers[start] != key:
+                continue
+            if end == len(self.lines):
+                while start > 0 and not self.lines[start - 1].strip():
+                    start -= 1
+            spans.append((start, end))
+        return spans
+
+    def remove_section(self, section):
+        """Remove every header of ``section`` with its lines (comments
+        too); return whether there was one."""
+        spans = self._section_spans(section)
+        self._edit([(start, end, []) for start, end in spans])
+        return bool(spans)
+
+    def _drop_empty_sections(self, section):
+        """Remove the headers of ``section`` that only blank lines follow
+        now that their options are gone, as if never added."""
+        self._edit([(start, end, []) for start, end
+                    in self._section_spans(section)
+                    if not any(line.strip() and not line.startswith('[')
+                               for line in self.lines[start:end])])
 
     def _insertion_point(self, section, found):
         """Where new lines of an option go, and the section header to add
@@ -179,6 +250,24 @@ class IniFile:
         return len(self.lines), head + ['[%s]' % section]
 
 
+def read_text(path):
+    """The text of the file at ``path``, line endings as they are.
+
+    Raises OSError if it cannot be read, IniError if it is not a regular
+    file (reading a FIFO would hang, a device is no configuration) or not
+    UTF-8.
+    """
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise IniError('not a regular file')
+    try:
+        # newline='': line endings as they are, to be written back so.
+        with open(path, encoding='utf-8', newline='') as f:
+            return f.read()
+    except UnicodeDecodeError as exc:
+        raise IniError('not UTF-8 text: %s at byte %d' % (
+            exc.reason, exc.start)) from None
+
+
 def read(path):
     """The ini file at ``path``, empty if there is none.
 
@@ -186,11 +275,7 @@ def read(path):
     names the line that oslo.config would refuse.
     """
     try:
-        with open(path, encoding='utf-8') as f:
-            text = f.read()
+        text = read_text(path)
     except FileNotFoundError:
         text = ''
-    except UnicodeDecodeError as exc:
-        raise IniError('not UTF-8 text: %s at byte %d' % (
-            exc.reason, exc.start)) from None
     return IniFile(text)

@@ -5,22 +5,25 @@
 ``audit`` (:mod:`.audit`). Bad input always ends with a one-line message
 naming the problem and exit code 2.
 
-``opie-manage plan`` is a dry run: given a snapshot of the cloud (see
-:mod:`opie.core.snapshot`) and a request, it prints where the request would
-go and which preemptible instances would be killed for it, with every
-candidate host's cost. Exit codes: 0 a host was found, 1 no host can take
-the request, 2 bad input (the message names the problem).
+``opie-manage plan`` is a dry run (:data:`PLAN_DESCRIPTION`; the snapshot
+format is :mod:`opie.core.snapshot`'s). A snapshot file is read with
+limits, since it may come from anywhere: numbers of at most
+:data:`MAX_DIGITS` digits, no NaN, nesting as deep as the JSON decoder
+goes.
 """
 import argparse
 import json
+import os
 import sys
 
+from opie import version as opie_version
 from opie.cmd import arguments
 from opie.cmd import audit
 from opie.cmd import errors
 from opie.cmd import flavors as flavor_cmd
 from opie.cmd import nova_conf_command
 from opie.cmd import provider_config
+from opie.cmd import snapshot_command
 from opie.core import costs
 from opie.core import resources as res
 from opie.core import scheduling
@@ -28,13 +31,24 @@ from opie.core import snapshot as snapshot_mod
 from opie.core import victims as victims_mod
 
 EXIT_NO_HOST = 1
+# What a reader that went away (``| head``) makes opie-manage exit with.
+EXIT_BROKEN_PIPE = 1
 NON_NEGATIVE = arguments.whole_number(0)
+# No amount in a cloud has more digits; Python refuses to even read a
+# 4300-digit integer and float() overflows beyond 308.
+MAX_DIGITS = 18
+PLAN_DESCRIPTION = (
+    'Dry run: given a JSON snapshot of the cloud (see the plan page of the '
+    'operator guide) and a request, print where the request would go and '
+    'which preemptible instances would be killed for it, with every '
+    'candidate host\'s cost. Exit codes: 0 a host was found, 1 no host can '
+    'take the request, 2 bad input (the message names the problem).')
 
 
 def _plan_parser(subparsers):
     plan = subparsers.add_parser(
         'plan', help='dry run: where would a request go, what would die',
-        description=__doc__.split('\n\n')[2])
+        description=PLAN_DESCRIPTION)
     plan.add_argument('--snapshot', required=True, metavar='FILE',
                       help='JSON snapshot of hosts, flavors and instances')
     what = plan.add_mutually_exclusive_group(required=True)
@@ -43,14 +57,16 @@ def _plan_parser(subparsers):
     what.add_argument('--vcpus', type=NON_NEGATIVE, metavar='N',
                       help='request this many vCPUs (with --memory-mb and '
                       '--disk-gb)')
-    plan.add_argument('--memory-mb', type=NON_NEGATIVE, metavar='M')
-    plan.add_argument('--disk-gb', type=NON_NEGATIVE, metavar='D')
+    plan.add_argument('--memory-mb', type=NON_NEGATIVE, metavar='M',
+                      help='RAM of the request in MB (with --vcpus)')
+    plan.add_argument('--disk-gb', type=NON_NEGATIVE, metavar='D',
+                      help='disk of the request in GB (with --vcpus)')
     plan.add_argument('--preemptible', action='store_true',
                       help='the request is preemptible (never preempts)')
     plan.add_argument('--cost', default='period', metavar='SPEC',
                       help='cost plugins with multipliers, e.g. "period" or '
                       '"period=1,count=60" (default: period)')
-    plan.add_argument('--period-seconds', type=float,
+    plan.add_argument('--period-seconds', type=arguments.finite_number,
                       default=costs.DEFAULT_PERIOD_SECONDS, metavar='S',
                       help='billing period of the period cost (default '
                       '3600)')
@@ -62,7 +78,8 @@ def _plan_parser(subparsers):
     plan.add_argument('--max-victims', type=NON_NEGATIVE, metavar='N',
                       help='never preempt more than N instances')
     plan.add_argument('--format', choices=('table', 'json'),
-                      default='table')
+                      default='table',
+                      help='a table for people (default) or JSON')
     plan.set_defaults(func=plan_command)
 
 
@@ -83,11 +100,53 @@ def _request(args, flavors):
     return scheduling.Request(wanted, args.preemptible)
 
 
-def plan_command(args):
+def _bounded(kind):
+    """A JSON number parser refusing more than :data:`MAX_DIGITS` digits
+    (before the exponent) or magnitude."""
+    def parse(text):
+        digits = text.lstrip('-').lower().partition('e')[0]
+        # Counted before converting: int() refuses 4300 digits itself.
+        if (len(digits.replace('.', '').lstrip('0')) > MAX_DIGITS
+                or not abs(kind(text)) < 10 ** MAX_DIGITS):
+            raise ValueError('a number with more than %d digits: %s...'
+                             % (MAX_DIGITS, text[:MAX_DIGITS + 2]))
+        return kind(text)
+    return parse
+
+
+def _constant(name):
+    raise ValueError('%s is not a number JSON allows' % name)
+
+
+def load_snapshot(path):
+    """The snapshot at ``path``; every problem, whatever the file holds,
+    is a :class:`~errors.UsageError` naming the file."""
     try:
-        snap = snapshot_mod.load(args.snapshot)
-    except snapshot_mod.SnapshotError as exc:
-        raise errors.UsageError(str(exc)) from None
+        with open(path, 'rb') as f:
+            raw = f.read()
+    except OSError as exc:
+        raise errors.UsageError('cannot read snapshot %s: %s' % (
+            path, exc.strerror or exc)) from None
+    try:
+        data = json.loads(raw.decode('utf-8'), parse_int=_bounded(int),
+                          parse_float=_bounded(float),
+                          parse_constant=_constant)
+        return snapshot_mod.parse(data)
+    except UnicodeDecodeError as exc:
+        problem = 'not UTF-8 text: %s at byte %d' % (exc.reason, exc.start)
+    except json.JSONDecodeError as exc:
+        problem = 'not valid JSON: %s (line %d, column %d)' % (
+            exc.msg, exc.lineno, exc.colno)
+    except RecursionError:
+        problem = 'nested too deeply'
+    except ValueError as exc:
+        # _bounded's and _constant's, and SnapshotError naming the field.
+        problem = str(exc)
+    raise errors.UsageError('snapshot %s: %s' % (path, problem))
+
+
+def plan_command(args):
+    snap = load_snapshot(args.snapshot)
     request = _request(args, snap.flavors)
     try:
         model = costs.load_cost_model(args.cost, args.period_seconds)
@@ -154,6 +213,9 @@ def build_parser():
         prog='opie-manage',
         description='Operator tools for OPIE, the OpenStack Preemptible '
         'Instances Extension.')
+    parser.add_argument('--version', action='version',
+                        version='%(prog)s ' + opie_version.release(),
+                        help='print the version of OPIE and exit')
     subparsers = parser.add_subparsers(dest='command', required=True,
                                        metavar='COMMAND')
     _plan_parser(subparsers)
@@ -161,6 +223,7 @@ def build_parser():
     provider_config.register(subparsers)
     nova_conf_command.register(subparsers)
     audit.register(subparsers)
+    snapshot_command.register(subparsers)
     return parser
 
 
@@ -168,11 +231,22 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        rc = args.func(args)
+        # Output still buffered fails here rather than, with a traceback,
+        # when the interpreter exits.
+        sys.stdout.flush()
+        return rc
     except errors.UsageError as exc:
         print('opie-manage %s: error: %s' % (args.command, exc),
               file=sys.stderr)
         return errors.EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # The reader went away (opie-manage ... | head): stop quietly, as
+        # a command killed by SIGPIPE would. What is left in the buffer
+        # goes to /dev/null, so the final flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == '__main__':

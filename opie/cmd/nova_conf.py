@@ -11,13 +11,16 @@ needed are declared here with Nova's defaults, so the tools run on hosts
 without Nova; the ``[opie]`` group is the scheduler plugin's own
 declaration.
 """
+import glob
 import importlib.util
 import math
 import os
 
+from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 from opie.cmd import errors
+from opie.cmd import inifile
 from opie.core import resources as res
 from opie.nova import conf as opie_conf
 
@@ -73,6 +76,12 @@ OPTS = {None: DEFAULT_OPTS, 'filter_scheduler': FILTER_SCHEDULER_OPTS,
 PLACEMENT_OPTS = {'placement': [
     cfg.BoolOpt('randomize_allocation_candidates', default=False)]}
 
+# Nova's own service user (its auth_type alone tells whether it is set):
+# shelve mode uses it when set, else the [opie] auth options.
+SERVICE_USER_GROUP = 'service_user'
+# The file of a --config-dir that ``opie-manage nova-conf`` writes.
+OPIE_CONF_NAME = '50-opie.conf'
+
 # OPIE's filter and weighers, as nova.conf names them.
 FILTER_PATH = 'opie.nova.filters.PreemptibleFilter'
 FILTER_NAME = FILTER_PATH.rpartition('.')[2]
@@ -80,8 +89,34 @@ WEIGHERS = ('opie.nova.weights.overcommit.OvercommitWeigher',
             'opie.nova.weights.preemption_cost.PreemptionCostWeigher')
 
 
-def load(paths):
-    """Parse the nova.conf files ``paths`` (in order, later ones win).
+def sources(paths, config_dir=None):
+    """The files oslo.config reads, in its order (later ones win):
+    ``paths``, then the ``*.conf`` of ``config_dir`` by name."""
+    found = list(paths)
+    if config_dir is not None:
+        found += sorted(glob.glob(os.path.join(glob.escape(config_dir),
+                                               '*.conf')))
+    return found
+
+
+def _check_readable(path):
+    """Refuse what oslo.config would die on with a traceback: a directory,
+    a file that is not UTF-8. A missing file is left to oslo.config, which
+    names it."""
+    try:
+        inifile.read_text(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise errors.UsageError('cannot read %s: %s' % (
+            path, exc.strerror or exc)) from None
+    except inifile.IniError as exc:
+        raise errors.UsageError('%s: %s' % (path, exc)) from None
+
+
+def load(paths, config_dir=None):
+    """Parse the nova.conf files ``paths`` (in order, later ones win), then
+    those of ``config_dir``, as ``--config-dir`` makes Nova do.
 
     Returns an oslo.config ``ConfigOpts``; every value has been read once,
     so a malformed file or value raises :class:`~errors.UsageError` here,
@@ -91,9 +126,17 @@ def load(paths):
     for group, opts in dict(OPTS, **PLACEMENT_OPTS).items():
         conf.register_opts(opts, group=group)
     opie_conf.register_opts(conf)
+    ks_loading.register_auth_conf_options(conf, SERVICE_USER_GROUP)
+    if config_dir is not None and not os.path.isdir(config_dir):
+        raise errors.UsageError('--config-dir %s: not a directory'
+                                % config_dir)
     args = []
     for path in paths:
         args += ['--config-file', path]
+    if config_dir is not None:
+        args += ['--config-dir', config_dir]
+    for path in sources(paths, config_dir):
+        _check_readable(path)
     try:
         conf(args, project='nova', default_config_files=[],
              default_config_dirs=[], use_env=False)
@@ -110,9 +153,33 @@ def load(paths):
                 # object; keep only the reason.
                 reason = str(exc).rpartition('is not valid: ')[2]
                 raise errors.UsageError('%s: [%s] %s: %s' % (
-                    ', '.join(paths), group or 'DEFAULT', opt.dest,
+                    where(conf), group or 'DEFAULT', opt.dest,
                     reason)) from None
     return conf
+
+
+def conf_sources(conf):
+    """The files a ``conf`` of :func:`load` was read from, in order."""
+    # oslo.config keeps a list of the --config-dir given (one here).
+    return sources(conf.config_file, (conf.config_dir or [None])[-1])
+
+
+def where(conf):
+    """The files ``conf`` was read from, to name in a message."""
+    return ', '.join(conf_sources(conf))
+
+
+def _checked(conf, option, minimum):
+    """``[DEFAULT] option``, refused unless a finite number of at least
+    ``minimum``: Nova would hand Placement a NaN, infinite or negative
+    inventory."""
+    value = getattr(conf, option)
+    if value is not None and not (math.isfinite(value)
+                                  and value >= minimum):
+        raise errors.UsageError('%s: [DEFAULT] %s: %s is not a number >= '
+                                '%g' % (where(conf), option, value,
+                                        minimum))
+    return value
 
 
 def allocation_ratios(conf):
@@ -120,13 +187,14 @@ def allocation_ratios(conf):
     ``*_allocation_ratio`` if set (0 counts as unset), else the
     ``initial_*`` one."""
     return res.Resources(*(
-        getattr(conf, '%s_allocation_ratio' % kind)
-        or getattr(conf, 'initial_%s_allocation_ratio' % kind)
+        _checked(conf, '%s_allocation_ratio' % kind, 0)
+        or _checked(conf, 'initial_%s_allocation_ratio' % kind, 0)
         for kind in ('cpu', 'ram', 'disk')))
 
 
 def reserved(conf):
     """Reserved amounts as Nova reports them (disk rounded up to GB)."""
-    return res.Resources(conf.reserved_host_cpus,
-                         conf.reserved_host_memory_mb,
-                         math.ceil(conf.reserved_host_disk_mb / 1024))
+    return res.Resources(_checked(conf, 'reserved_host_cpus', 0),
+                         _checked(conf, 'reserved_host_memory_mb', 0),
+                         math.ceil(_checked(conf, 'reserved_host_disk_mb', 0)
+                                   / 1024))

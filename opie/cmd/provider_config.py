@@ -141,10 +141,7 @@ def register(subparsers):
         'provider_config_location and restart nova-compute. Capacity is '
         'detected unless given; allocation ratios and reserved amounts '
         'come from nova.conf.')
-    parser.add_argument('--config-file', action='append', default=[],
-                        metavar='PATH',
-                        help="the compute's nova.conf (repeatable, as for "
-                        'nova-compute)')
+    arguments.add_nova_conf_arguments(parser, "the compute's")
     for option, what in (('--vcpus', 'CPUs'), ('--memory-mb', 'RAM in MB'),
                          ('--disk-gb', 'instance disk in GB')):
         parser.add_argument(option, metavar='N',
@@ -157,7 +154,7 @@ def register(subparsers):
 
 
 def command(args):
-    conf = nova_conf.load(args.config_file)
+    conf = nova_conf.load(args.config_file, args.config_dir)
     total = res.Resources(*(
         given if given is not None else detect(conf)
         for given, detect in zip((args.vcpus, args.memory_mb, args.disk_gb),

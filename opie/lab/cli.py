@@ -175,20 +175,40 @@ def _sync_databases(lab):
             done.result()
 
 
+def start_schedulers(lab, *extra):
+    """Start every scheduler, reading the config files ``extra`` last (a
+    test's own ``[opie]`` settings); {name: pid}."""
+    nova_conf = lab.etc / 'nova' / 'nova.conf'
+    procs = {}
+    for index in range(1, settings.SCHEDULERS + 1):
+        # More controllers: the same nova.conf, a host name of their own.
+        name = 'opie-scheduler' + ('-%d' % index if index > 1 else '')
+        argv = [_bin('opie-scheduler'), '--config-file', nova_conf]
+        if index > 1:
+            argv += ['--config-file', configs.scheduler_conf(lab, index)]
+        for path in extra:
+            argv += ['--config-file', path]
+        procs[name] = process.start(lab, name, argv)
+    return procs
+
+
+def restart_schedulers(lab, *extra):
+    """Stop the schedulers and start them again with ``extra`` (see
+    :func:`start_schedulers`)."""
+    running = process.recorded(lab)
+    process.stop(lab, {name: pid for name, pid in running.items()
+                       if name.startswith('opie-scheduler')})
+    return start_schedulers(lab, *extra)
+
+
 def _start_nova(lab, conn):
     """Conductor, scheduler and computes; wait until every compute is up
     and mapped to the cell."""
     nova_conf = lab.etc / 'nova' / 'nova.conf'
-    procs = {name: process.start(lab, name, [_bin(binary), '--config-file',
-                                             nova_conf])
-             for name, binary in (('nova-conductor', 'nova-conductor'),
-                                  ('opie-scheduler', 'opie-scheduler'))}
-    # More controllers: the same nova.conf, a host name of their own.
-    for index in range(2, settings.SCHEDULERS + 1):
-        procs['opie-scheduler-%d' % index] = process.start(
-            lab, 'opie-scheduler-%d' % index,
-            [_bin('opie-scheduler'), '--config-file', nova_conf,
-             '--config-file', configs.scheduler_conf(lab, index)])
+    procs = {'nova-conductor': process.start(
+        lab, 'nova-conductor', [_bin('nova-conductor'), '--config-file',
+                                nova_conf])}
+    procs.update(start_schedulers(lab))
     for index in range(1, lab.computes + 1):
         procs['compute-%d' % index] = start_compute(lab, index)
     hosts = {lab.compute_host(i) for i in range(1, lab.computes + 1)}

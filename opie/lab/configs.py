@@ -166,9 +166,19 @@ def nova(lab):
         'oslo_limit': dict(service_auth(lab, 'nova'),
                            endpoint_service_type='compute',
                            endpoint_region_name=settings.REGION),
+        # Every scheduler worker's Prometheus textfile, as node_exporter's
+        # textfile collector would read them (opie-manage nova-conf adds
+        # the rest of the group).
+        'opie': {'metrics_dir': metrics_dir(lab)},
     })
     write_ini(lab.etc / 'nova' / 'nova.conf', sections)
     _copy_paste(lab, 'nova')
+
+
+def metrics_dir(lab):
+    """Where the schedulers' workers write their metrics (``[opie]
+    metrics_dir``), one ``opie-scheduler.<pid>.prom`` each."""
+    return lab.data / 'metrics'
 
 
 def scheduler_conf(lab, index):

@@ -1,11 +1,17 @@
 """The lab's virt driver: Nova's ``FakeDriver`` at a size of the lab's
 choosing, whose servers run their user data as local processes
-(:mod:`opie.testing.guests`), so opie-bot's agents work on the lab.
+(:mod:`opie.testing.guests`), so opie-bot's agents work on the lab, and
+whose snapshots (and so shelving) upload the server's disk to the lab's
+Glance through Nova's image API, with the token of the request, as a real
+driver does.
 
 Nova loads drivers only from ``nova.virt``: computes run through
 :mod:`opie.lab.compute`, which names this module ``nova.virt.opie_lab``
 (``compute_driver = opie_lab.LabDriver``).
 """
+import io
+
+from nova.image import glance
 from nova.virt import fake
 from oslo_config import cfg
 
@@ -30,3 +36,11 @@ class LabDriver(guests.RunsUserData, fake.FakeDriver):
             conf.vcpus, conf.memory_mb, conf.local_gb)
         self.guests = guests.Guests(conf.guests_dir)
         super().__init__(virtapi, read_only)
+
+    def snapshot(self, context, instance, image_id, update_task_state):
+        super().snapshot(context, instance, image_id, update_task_state)
+        data = self.guests.disk_image(instance.uuid)
+        glance.API().update(
+            context, image_id,
+            {'disk_format': 'raw', 'container_format': 'bare'},
+            data=io.BytesIO(data), purge_props=False)

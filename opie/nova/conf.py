@@ -11,6 +11,8 @@ bad value stops ``opie-scheduler`` with a one-line message instead of
 failing the first scheduling request.
 """
 import dataclasses
+import importlib.util
+import os
 
 from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import loading as ks_loading
@@ -29,6 +31,43 @@ MOVE_OPERATIONS = ('resize', 'migrate', 'live-migrate', 'evacuate',
 # has chosen it, and may reject it when its victims are already gone.
 NEVER_PREEMPT_ON = frozenset(['live-migrate'])
 RESTORE_SERVICE = ['evacuate', 'unshelve']
+# Where packaged Nova keeps its state: Debian's, Ubuntu's and RDO's
+# nova.conf, and Kolla's, set [DEFAULT] state_path = /var/lib/nova.
+PACKAGED_STATE_PATH = '/var/lib/nova'
+
+
+def _nova_pybasedir():
+    """Nova's default ``pybasedir`` (and so ``state_path``): the
+    site-packages Nova is installed in, found without importing Nova
+    ('' if it is not installed)."""
+    spec = importlib.util.find_spec('nova')
+    if spec is None or not spec.origin:
+        return ''
+    return os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+
+
+class StatePath(types.String):
+    """A path under ``$state_path``, moved to :data:`PACKAGED_STATE_PATH`
+    when ``[DEFAULT] state_path`` is left at Nova's default, the Python
+    install (``$pybasedir``): no packaged deployment keeps state in
+    site-packages, nor lets the nova user write there. Applied to the
+    default and to values from files alike, so ``opie-scheduler`` and
+    ``opie-manage audit`` resolve the same path."""
+
+    def __call__(self, value):
+        value = super().__call__(value)
+        if not value:
+            return value
+        path = os.path.abspath(value)
+        base = _nova_pybasedir()
+        if base and os.path.commonpath([base, path]) == base:
+            return os.path.join(PACKAGED_STATE_PATH,
+                                os.path.relpath(path, base))
+        if os.path.dirname(path) == os.sep:
+            # state_path = '' (no Nova here to give a default).
+            return os.path.join(PACKAGED_STATE_PATH, value.lstrip(os.sep))
+        return value
+
 
 opie_group = cfg.OptGroup(
     GROUP_NAME,
@@ -108,10 +147,11 @@ after the scheduler has chosen it (and its victims).
         choices=[
             (DELETE, 'Delete victims.'),
             (SHELVE, 'Shelve victims (their owners can unshelve them '
-             'later). Shelving snapshots to Glance, so set the keystone '
-             'auth options of this group to a service user, and set '
-             '[DEFAULT] shelved_offload_time = 0 on every compute so the '
-             'room is freed at once.'),
+             'later). Shelving snapshots to Glance as a service user: '
+             'the credentials of [service_user] (which Nova already uses '
+             'for its service tokens), else the keystone auth options of '
+             'this group; set [DEFAULT] shelved_offload_time = 0 on every '
+             'compute so the room is freed at once.'),
         ],
         help='What happens to a preempted instance.'),
     cfg.StrOpt(
@@ -188,13 +228,27 @@ Keep it above the time a termination takes under load.
         default=30,
         min=1,
         help='Seconds between two writes of the heartbeat file.'),
-    cfg.StrOpt(
+    cfg.Opt(
         'heartbeat_path',
+        type=StatePath(),
         default='$state_path/opie-scheduler.heartbeat',
         help="""
 File the OPIE scheduler rewrites every ``heartbeat_interval`` seconds
 (JSON: host, pid, time, version, settings), so an audit can tell that the
-OPIE manager, not the stock one, is running.
+OPIE manager, not the stock one, is running. When ``[DEFAULT] state_path``
+is left at Nova's default (the Python install), the file goes to
+/var/lib/nova/ instead, as packaged Nova's state does.
+"""),
+    cfg.Opt(
+        'metrics_dir',
+        type=StatePath(),
+        help="""
+Directory where every scheduler worker writes its Prometheus metrics, one
+file ``opie-scheduler.<pid>.prom`` each, every ``heartbeat_interval``
+seconds and after each preemption: point node_exporter's textfile collector
+at it (``--collector.textfile.directory``). Unset, no metrics are written.
+A ``$state_path`` value moves to /var/lib/nova/ as ``heartbeat_path``
+does.
 """),
 ]
 
@@ -262,12 +316,42 @@ def load_settings(conf):
     return settings
 
 
-def load_service_auth(conf):
-    """The keystone service-user plugin of ``[opie]``, or None if unset."""
+# Nova's own group for service-to-service credentials.
+SERVICE_USER = 'service_user'
+
+
+def service_auth_group(conf):
+    """The group whose keystone credentials the scheduler acts with as a
+    service user: Nova's ``[service_user]`` when it names an auth type,
+    else ``[opie]`` when it does, else None."""
+    for group in (SERVICE_USER, GROUP_NAME):
+        try:
+            if conf[group].auth_type:
+                return group
+        except (cfg.NoSuchOptError, KeyError):
+            continue
+    return None
+
+
+def load_service_auth(conf, termination_mode=DELETE):
+    """In shelve mode, ``(group, keystone auth plugin)`` of
+    :func:`service_auth_group` (a shelve snapshot is uploaded to Glance
+    with the token of the context that asked for it); None in delete
+    mode, which acts with an admin context."""
+    if termination_mode != SHELVE:
+        return None
+    group = service_auth_group(conf)
+    if group is None:
+        raise ConfigError(
+            '[opie] termination_mode = shelve needs service credentials '
+            'to snapshot victims to Glance: configure [service_user] (as '
+            'for Nova\'s service tokens) or the keystone auth options of '
+            '[opie]')
     try:
-        return ks_loading.load_auth_from_conf_options(conf, GROUP_NAME)
+        return group, ks_loading.load_auth_from_conf_options(conf, group)
     except ks_exceptions.ClientException as exc:
-        raise ConfigError('[opie] keystone auth options: %s' % exc) from None
+        raise ConfigError('[%s] keystone auth options: %s'
+                          % (group, exc)) from None
 
 
 register_opts(cfg.CONF)

@@ -4,7 +4,10 @@
 service record), so the service list cannot tell it from the stock one.
 Every ``[opie] heartbeat_interval`` seconds each scheduler worker
 rewrites the file ``[opie] heartbeat_path`` (default
-``$state_path/opie-scheduler.heartbeat``, atomically) with::
+``$state_path/opie-scheduler.heartbeat``, or
+``/var/lib/nova/opie-scheduler.heartbeat`` when ``[DEFAULT] state_path``
+is left at Nova's default, its Python install: see
+:class:`opie.nova.conf.StatePath`; atomically) with::
 
     {"host": "sched-1", "pid": 4242, "time": "2026-01-01T12:00:00Z",
      "interval": 30, "version": "1.0.0",
@@ -18,7 +21,8 @@ import os
 import tempfile
 
 from oslo_utils import timeutils
-from pbr import version
+
+from opie import version
 
 
 def beat(path, host, interval, settings):
@@ -59,4 +63,4 @@ def read(path):
 
 
 def _version():
-    return version.VersionInfo('opie').version_string()
+    return version.release()

@@ -45,6 +45,7 @@ import contextvars
 import copy
 
 from oslo_log import log as logging
+import oslo_messaging as messaging
 from oslo_service import periodic_task
 from oslo_utils import timeutils
 
@@ -60,9 +61,12 @@ from opie.nova import conf as opie_conf
 from opie.nova import heartbeat
 from opie.nova import hoststate
 from opie.nova import lease
+from opie.nova import metrics
+from opie.nova import notify
 from opie.nova import operations
 from opie.nova import plan as plan_mod
 from opie.nova import reconciler
+from opie.nova import snapshots
 from opie.nova import terminate
 from opie.nova import token
 
@@ -80,7 +84,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
     def __init__(self, *args, **kwargs):
         self.settings = opie_conf.load_settings(CONF)
         self.terminator = terminate.Terminator(
-            self.settings, opie_conf.load_service_auth(CONF))
+            self.settings, opie_conf.load_service_auth(
+                CONF, self.settings.termination_mode))
         self.tokens = token.Generations()
         super().__init__(*args, **kwargs)
         self.reconciler = reconciler.Reconciler(
@@ -100,7 +105,13 @@ class OpieSchedulerManager(manager.SchedulerManager):
         # newer than the usage the request decides on.
         reset = _GENERATIONS.set(self.tokens.snapshot())
         try:
-            return super().select_destinations(*args, **kwargs)
+            with metrics.SELECT_SECONDS.time():
+                return super().select_destinations(*args, **kwargs)
+        except messaging.ExpectedException as exc:
+            # Nova's select_destinations wraps its NoValidHost in it.
+            if isinstance(exc.exc_info[1], exception.NoValidHost):
+                metrics.no_room(kwargs.get('spec_obj'))
+            raise
         finally:
             _GENERATIONS.reset(reset)
 
@@ -131,9 +142,10 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 self._cleanup_allocations(elevated, plan.placed)
                 self._give_back(elevated, plan)
                 raise
+        metrics.placed(plan)
         if plan.preemptions:
-            self.terminator.terminate_later(plan.preemptions,
-                                            terminate.request_info(spec_obj))
+            self.terminator.terminate_later(
+                plan.preemptions, notify.request_info(context, spec_obj))
         return selections
 
     def _get_all_host_states(self, context, spec_obj, provider_summaries):
@@ -202,12 +214,15 @@ class OpieSchedulerManager(manager.SchedulerManager):
         except OSError as exc:
             LOG.warning('OPIE: cannot write heartbeat %s: %s',
                         CONF.opie.heartbeat_path, exc)
+        metrics.export()
 
     @periodic_task.periodic_task(spacing=CONF.opie.reconcile_interval,
                                  enabled=CONF.opie.reconcile_interval > 0)
     def _opie_reconcile(self, context):
         if self.lease.acquire(context):
             self.reconciler.run(context)
+            if self.settings.termination_mode == opie_conf.SHELVE:
+                snapshots.clean(self.terminator.service_context())
 
 
 def _give_back_on_host(client, context, record, taken):
@@ -291,7 +306,9 @@ class ClaimingClient:
             context, consumer_uuid, alloc_request, consumer_generation,
             dict(project_id=project_id, user_id=user_id),
             plan.operation == operations.BOOT)
-        for _ in range(WRITE_ATTEMPTS):
+        for attempt in range(WRITE_ATTEMPTS):
+            if attempt:
+                metrics.CLAIM_RETRIES.inc()
             if record.generation is hoststate.UNKNOWN:
                 self._read_host(plan, context, record)
             option = plan.option(record)
@@ -307,6 +324,7 @@ class ClaimingClient:
                                      record.generation, consumers,
                                      allocation_request_version)
             if generation is None:
+                metrics.CLAIM_CONFLICTS.labels(writer='scheduler').inc()
                 self._tokens.forget(record.uuid)
                 plan.stale(record)
                 continue
@@ -317,6 +335,7 @@ class ClaimingClient:
             plan.committed(record, generation, consumer_uuid, victims,
                            claims, option.cost)
             return True
+        metrics.HOSTS_ABANDONED.inc()
         LOG.info('OPIE: host %s changed under %d writes in a row; trying '
                  'the next host', record.host, WRITE_ATTEMPTS)
         return False

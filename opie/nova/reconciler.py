@@ -38,6 +38,7 @@ from opie.core import resources as res
 from opie.core import victims as victims_mod
 from opie.nova import claim
 from opie.nova import hoststate
+from opie.nova import metrics
 from opie.nova import plan as plan_mod
 
 LOG = logging.getLogger(__name__)
@@ -158,6 +159,7 @@ class Reconciler:
         if claim.write(self.placement_client, context, record.uuid,
                        record.generation,
                        {c.uuid: claim.emptied(c) for c in claims}) is None:
+            metrics.CLAIM_CONFLICTS.labels(writer='reconciler').inc()
             return None
         LOG.info('OPIE: host %s over capacity by %s: preempting %s',
                  record.host, excess, [v.uuid for v in selection.victims])

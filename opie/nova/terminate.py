@@ -16,19 +16,24 @@ terminates in its own periodic task. For every victim:
    its owner can find and unshelve it; a victim Nova cannot shelve, being
    rescued, resized or acted on by its owner, is deleted). The admin
    context acts on victims their owner locked. Shelving snapshots to
-   Glance, so the scheduler acts as the keystone service user of the
-   ``[opie]`` auth options; computes need ``[DEFAULT]
-   shelved_offload_time = 0`` to free the room at once.
+   Glance from the victim's compute, with the token of the context that
+   asked for the shelve: only a context's ``auth_token`` travels over RPC,
+   so the scheduler logs in as a service user (Nova's ``[service_user]``,
+   else the ``[opie]`` auth options) and puts that user's token and catalog
+   in the context, as an admin shelving another project's server does
+   (Nova shares the snapshot with the victim's project, which can then
+   unshelve it). Computes need ``[DEFAULT] shelved_offload_time = 0`` to
+   free the room at once.
 
-Then one oslo.messaging notification ``opie.preempt`` per host goes to
-``[opie] notification_topics``: host, victims, cost and the request.
+Then one notification ``opie.preempt`` per host goes to ``[opie]
+notification_topics`` (:mod:`.notify`: a versioned payload naming each
+victim's project), and the metrics count them (:mod:`.metrics`).
 
 A victim that cannot be terminated is logged and skipped: its room is
 already counted as free, and the reconciler terminates it later, as it does
 victims whose scheduler died before terminating them.
 """
 from oslo_log import log as logging
-import oslo_messaging as messaging
 
 from keystoneauth1 import loading as ks_loading
 from nova.compute import api as compute_api
@@ -37,26 +42,27 @@ import nova.conf
 from nova import context as nova_context
 from nova import exception
 from nova import objects
-from nova import rpc
 from nova import thread_pool_factory
 
 from opie.nova import conf as opie_conf
+from opie.nova import metrics
+from opie.nova import notify
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 ACTION = 'opie-preempt'
 SHELVABLE_VM_STATES = frozenset([vm_states.ACTIVE, vm_states.STOPPED,
                                  vm_states.PAUSED, vm_states.SUSPENDED])
-EVENT_TYPE = 'opie.preempt'
 
 
 class Terminator:
 
-    def __init__(self, settings, auth=None):
+    def __init__(self, settings, service_auth=None):
         self.settings = settings
-        self.auth = auth
+        # (group, keystone auth plugin) of the service user, or None.
+        self.service_auth = service_auth
         self.compute_api = compute_api.API()
-        self._notifier = None
+        self.notifier = notify.Notifier()
 
     def terminate_later(self, preemptions, request_info):
         """:meth:`terminate` in the background; returns its future."""
@@ -68,34 +74,36 @@ class Terminator:
         notify; ``request_info`` (a dict) describes what they made room
         for."""
         for preemption in preemptions:
+            owners = notify.owners(preemption.victims)
             done = [victim for victim in preemption.victims
                     if self._terminate(victim.uuid, preemption)]
-            try:
-                self._notify(preemption, done, request_info)
-            except Exception:
-                # Nobody waits for a background task: say it here.
-                LOG.exception('OPIE: could not notify the preemption on '
-                              'host %s', preemption.host)
+            mode = self.settings.termination_mode
+            self.notifier.preempted(preemption, done, owners, request_info,
+                                    mode)
+            metrics.terminated(preemption, done, request_info, mode)
 
-    def _context(self):
-        """A context that may act on any instance (and reach Glance as the
-        service user, when configured)."""
-        if self.auth is None:
+    def service_context(self):
+        """A context that may act on any instance and, as the service
+        user when one is configured, carries a token a compute can reach
+        Glance with."""
+        if self.service_auth is None:
             return nova_context.get_admin_context()
-        session = ks_loading.load_session_from_conf_options(
-            CONF, opie_conf.GROUP_NAME, auth=self.auth)
+        group, auth = self.service_auth
+        session = ks_loading.load_session_from_conf_options(CONF, group,
+                                                            auth=auth)
+        access = auth.get_access(session)
         return nova_context.RequestContext(
-            user_id=self.auth.get_user_id(session),
-            project_id=self.auth.get_project_id(session),
-            roles=self.auth.get_access(session).role_names,
-            is_admin=True, user_auth_plugin=self.auth, overwrite=False)
+            user_id=access.user_id, project_id=access.project_id,
+            roles=access.role_names, auth_token=access.auth_token,
+            service_catalog=_v2_catalog(access.service_catalog.catalog),
+            is_admin=True, overwrite=False)
 
     def _terminate(self, uuid, preemption):
         try:
             mapping = objects.InstanceMapping.get_by_instance_uuid(
                 nova_context.get_admin_context(), uuid)
             self._record_action(mapping.cell_mapping, uuid)
-            context = self._context()
+            context = self.service_context()
             instance = self.compute_api.get(context, uuid)
             if (self.settings.termination_mode == opie_conf.SHELVE
                     and _shelvable(instance)):
@@ -135,30 +143,23 @@ class Terminator:
                 LOG.warning('OPIE: preempted instance %s has too many tags '
                             'to add %s', uuid, self.settings.preempted_tag)
 
-    @property
-    def notifier(self):
-        if self._notifier is None:
-            self._notifier = messaging.Notifier(
-                rpc.NOTIFICATION_TRANSPORT,
-                publisher_id='opie-scheduler.%s' % CONF.host,
-                topics=CONF.opie.notification_topics,
-                serializer=rpc.RequestContextSerializer(
-                    rpc.JsonPayloadSerializer()))
-        return self._notifier
 
-    def _notify(self, preemption, done, request_info):
-        payload = {
-            'host': preemption.host,
-            'nodename': preemption.nodename,
-            'mode': self.settings.termination_mode,
-            'cost': preemption.cost,
-            'victims': [_describe(v, v in done)
-                        for v in preemption.victims],
-            'request': dict(request_info,
-                            instance_uuid=preemption.instance_uuid),
-        }
-        self.notifier.info(nova_context.get_admin_context(), EVENT_TYPE,
-                           payload)
+def _v2_catalog(catalog):
+    """A keystone v3 catalog in the v2 form a Nova context carries (as
+    keystonemiddleware hands it to Nova's API): per service, one entry
+    per region with a ``<interface>URL`` per endpoint."""
+    services = []
+    for service in catalog:
+        regions = {}
+        for endpoint in service.get('endpoints', []):
+            region = endpoint.get('region') or endpoint.get('region_id')
+            entry = regions.setdefault(region, {'region': region}
+                                       if region else {})
+            entry[endpoint['interface'].lower() + 'URL'] = endpoint['url']
+        services.append(dict(
+            {k: service[k] for k in ('type', 'name') if k in service},
+            endpoints=list(regions.values())))
+    return services
 
 
 def _shelvable(instance):
@@ -166,25 +167,3 @@ def _shelvable(instance):
     is acting on is deleted instead."""
     return (instance.task_state is None
             and instance.vm_state in SHELVABLE_VM_STATES)
-
-
-def _describe(victim, terminated):
-    launched = victim.launched_at
-    return {'uuid': victim.uuid,
-            'vcpus': victim.resources.vcpus,
-            'memory_mb': victim.resources.memory_mb,
-            'disk_gb': victim.resources.disk_gb,
-            'launched_at': launched and launched.isoformat(),
-            'terminated': terminated}
-
-
-def request_info(spec_obj):
-    """What the notification says about a scheduling request."""
-    flavor = spec_obj.flavor
-    return {'project_id': spec_obj.project_id,
-            'user_id': spec_obj.user_id,
-            'flavor': flavor.name,
-            'vcpus': flavor.vcpus,
-            'memory_mb': flavor.memory_mb,
-            'disk_gb': flavor.root_gb + flavor.ephemeral_gb,
-            'num_instances': spec_obj.num_instances}

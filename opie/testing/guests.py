@@ -9,10 +9,12 @@ group; unshelving runs the script again, as a boot would. Used by the
 demo cloud and by the lab's computes.
 """
 import base64
+import io
 import os
 import signal
 import subprocess
 import sys
+import tarfile
 
 PID_FILE = 'pid'
 
@@ -46,6 +48,18 @@ class Guests:
                 start_new_session=True)
         with open(os.path.join(disk, PID_FILE), 'w') as f:
             f.write(str(self.procs[instance.uuid].pid))
+
+    def disk_image(self, uuid):
+        """The server's disk as bytes (a tar.gz of its directory), for a
+        snapshot; a server that never ran a script has an empty disk."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode='w:gz') as tar:
+            disk = os.path.join(self.root, uuid)
+            if os.path.isdir(disk):
+                tar.add(disk, arcname=uuid,
+                        filter=lambda info: None
+                        if info.name.endswith('/' + PID_FILE) else info)
+        return buf.getvalue()
 
     def halt(self, uuid):
         proc = self.procs.pop(uuid, None)

@@ -11,7 +11,9 @@ Placement), exactly as Nova tests itself, with:
 * the scheduler started with ``OpieSchedulerManager`` (the stock manager
   when ``MANAGER`` is None) and OPIE's filter and weighers next to Nova's
   defaults, at their default multipliers;
-* the ``[opie]`` options of the class attribute ``OPIE``.
+* the ``[opie]`` options of the class attribute ``OPIE``; in shelve mode
+  the scheduler's service user is :class:`ServiceUser` (no Keystone
+  here), whose token :attr:`ServiceUser.TOKEN` reaches the computes.
 
 Import ``nova.tests.functional`` before this module: Nova decides there how
 to monkey patch, before anything else of Nova is loaded.
@@ -21,6 +23,9 @@ import sys
 import warnings
 
 import fixtures
+from keystoneauth1 import access
+from keystoneauth1 import fixture as ks_fixture
+from keystoneauth1 import plugin
 from sqlalchemy import exc as sqla_exc
 import yaml
 
@@ -44,6 +49,20 @@ NOVA_FILTERS = ['ComputeFilter', 'ComputeCapabilitiesFilter',
 class PaperDriver(fake.FakeDriver):
     """A compute of the paper's testbed (Table 1), with room for disk."""
     vcpus, memory_mb, local_gb = CAPACITY
+
+
+class ServiceUser(plugin.BaseAuthPlugin):
+    """The ``[service_user]`` of a cloud without Keystone: an admin of the
+    service project with a fixed token."""
+    TOKEN = 'opie-service-user-token'
+
+    def get_access(self, session):
+        body = ks_fixture.V3Token(user_id='opie-service',
+                                  project_id='service')
+        body.add_role(name='admin')
+        body.add_service('image').add_standard_endpoints(
+            public='http://glance.test/')
+        return access.create(body=body, auth_token=self.TOKEN)
 
 
 class OpieHarness(integrated_helpers._IntegratedTestBase):
@@ -78,6 +97,10 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
                    group=opie_conf.GROUP_NAME)
         for name, value in self.OPIE.items():
             self.flags(group=opie_conf.GROUP_NAME, **{name: value})
+        if self.OPIE.get('termination_mode') == opie_conf.SHELVE:
+            self.useFixture(fixtures.MockPatch(
+                'opie.nova.conf.load_service_auth',
+                return_value=(opie_conf.SERVICE_USER, ServiceUser())))
         super()._setup_services()
 
     def _setup_scheduler_service(self):

@@ -1,8 +1,11 @@
 """Telling the victim's owner and the operator; shelve mode (acceptance
 7 and 8)."""
+from nova import exception
 from nova import utils
 
+from opie.nova import snapshots
 from opie.nova import terminate
+from opie.testing import harness
 from tests.functional import base
 
 
@@ -55,6 +58,19 @@ class Shelve(OneHost):
     def setUp(self):
         self.flags(shelved_offload_time=0)
         super().setUp()
+        # As Glance: only the image's owner deletes it, not a project it
+        # is shared with (the tenants here have no admin role there).
+        real = self.glance.delete
+
+        def delete(context, image_id):
+            image = self.glance.images.get(image_id, {})
+            if image.get('properties', {}).get('owner') not in (
+                    None, context.project_id):
+                raise exception.ImageNotAuthorized(image_id=image_id)
+            return real(context, image_id)
+        self.stub_out('nova.image.glance.API.delete',
+                      lambda api, context, image_id: delete(context,
+                                                            image_id))
 
     def test_victim_is_shelved_tagged_and_can_be_unshelved(self):
         normal = self.boot('large', 'normal')
@@ -72,6 +88,62 @@ class Shelve(OneHost):
         unshelved = self._unshelve_server(victim)
         self.assertEqual('host-A', unshelved['OS-EXT-SRV-ATTR:host'])
         self.assert_within_capacity()
+
+    def shelve_images(self):
+        return [i['id'] for i in self.glance.images.values()
+                if i['name'].endswith('-shelved')]
+
+    def clean_snapshots(self):
+        return snapshots.clean(
+            self.scheduler.manager.terminator.service_context())
+
+    def test_snapshots_are_cleaned_once_no_longer_used(self):
+        normal = self.boot('large', 'normal')
+        self.wait_for_terminations()
+        victim = self._wait_for_state_change(self.victims[0],
+                                             'SHELVED_OFFLOADED')
+        (image,) = self.shelve_images()
+        # The server is shelved on it: kept.
+        self.assertEqual([], self.clean_snapshots())
+
+        self._delete_server(normal)
+        self._wait_until_deleted(normal)
+        self._unshelve_server(victim)
+        self.assertEqual([image], self.clean_snapshots())
+
+        # Shelved again, then deleted by its owner.
+        self.boot('large', 'again')
+        self.wait_for_terminations()
+        shelved = [self._wait_for_state_change(v, 'SHELVED_OFFLOADED')
+                   for v in self.victims
+                   if self.api.get_server(v['id'])['status'] != 'ACTIVE']
+        (image,) = self.shelve_images()
+        self._delete_server(shelved[0])
+        self.assertEqual([image], self.clean_snapshots())
+        self.assertEqual([], self.shelve_images())
+
+    def test_the_snapshot_is_uploaded_with_the_service_users_token(self):
+        # Only a context's auth_token travels over RPC to the compute,
+        # whose Glance client uploads the snapshot with it.
+        tokens, catalogs = [], []
+        real = self.DRIVER.snapshot
+
+        def snapshot(driver, context, instance, image_id, update_task_state):
+            tokens.append(context.auth_token)
+            catalogs.append(context.get_auth_plugin().get_endpoint(
+                None, service_type='image', interface='public'))
+            return real(driver, context, instance, image_id,
+                        update_task_state)
+        self.stub_out('nova.virt.fake.%s.snapshot' % self.DRIVER.__name__,
+                      snapshot)
+
+        self.boot('large', 'normal')
+        self.wait_for_terminations()
+        self._wait_for_state_change(self.victims[0], 'SHELVED_OFFLOADED')
+
+        self.assertEqual([harness.ServiceUser.TOKEN], tokens)
+        # With the catalog in the form Nova reads (keystone v2's).
+        self.assertEqual(['http://glance.test/'], catalogs)
 
     def test_victim_is_shelved_without_a_clean_shutdown(self):
         # The new server may start as soon as the victim's room is given:

@@ -91,6 +91,20 @@ def boot(client, name, flavor, count=1, **kwargs):
             for i in range(count)]
 
 
+def fill_with_preemptibles(client, per_host=4):
+    """Fill every compute with small preemptible servers of ``client``,
+    the last one booted two seconds after the others (launch times have a
+    one-second resolution), so it is clearly the cheapest victim under the
+    period cost; (ids of the others, id of the youngest)."""
+    older = boot(client, 'filler', 'small-preemptible',
+                 count=per_host * LAB.computes - 1)
+    assert all(s.status == 'ACTIVE' for s in settled(set(older)).values())
+    time.sleep(2)
+    youngest, = boot(client, 'youngest', 'small-preemptible')
+    assert settled({youngest})[youngest].status == 'ACTIVE'
+    return older, youngest
+
+
 def delete_all():
     """Delete every server of the lab and wait until they are gone."""
     admin = nova('lab-admin')

@@ -6,22 +6,12 @@ beta boots a normal one. It goes ACTIVE, the youngest preemptible server
 period is lost) is deleted to make room on its host, and alpha can read
 why in its server's actions.
 """
-import time
-
 from tests.integration import lab
-
-SMALL_PER_HOST = 4
 
 
 def test_normal_boot_preempts_the_cheapest_preemptible():
     alpha = lab.nova('lab-alpha')
-    older = lab.boot(alpha, 'filler', 'small-preemptible',
-                     count=SMALL_PER_HOST * lab.LAB.computes - 1)
-    assert all(s.status == 'ACTIVE'
-               for s in lab.settled(set(older)).values())
-    # Launch times have a one-second resolution.
-    time.sleep(2)
-    youngest, = lab.boot(alpha, 'youngest', 'small-preemptible')
+    older, youngest = lab.fill_with_preemptibles(alpha)
     victim_host = getattr(lab.settled({youngest})[youngest],
                           'OS-EXT-SRV-ATTR:host')
 

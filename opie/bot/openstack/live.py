@@ -203,14 +203,17 @@ def _adopt(ctx, job):
             started[(r['task'], r['server'])] = r['t']
             attempts[r['task']] += 1
     cloud, runner = ctx.cloud, ctx.runner
-    for sid in (deleting & created.keys()) - gone:
-        # Deleted (or about to be) when the client died.
+    for sid in sorted(deleting & created.keys()):
+        # Deleted, or about to be, when the client died: again, as the
+        # call may never have reached Nova (a server in ERROR is both
+        # lost to the job and still there).
         cloud.adopt(sid, scheduler_mod.server_name(job, created[sid]['key']),
                     nova.BUILD)
         cloud.delete_server(sid)
-        ctx.journal.append({'t': now, 'event': 'server_delete',
-                            'server': sid, 'reason': 'resumed delete'})
-        gone.add(sid)
+        if sid not in gone:
+            ctx.journal.append({'t': now, 'event': 'server_delete',
+                                'server': sid, 'reason': 'resumed delete'})
+            gone.add(sid)
     for sid, key in cloud.orphans(intents, created):
         cloud.adopt(sid, scheduler_mod.server_name(job, key), nova.BUILD)
         cloud.delete_server(sid)

@@ -1,7 +1,10 @@
 """``opie-manage audit --config-file``: each broken nova.conf, named."""
 import datetime
 import importlib
+import importlib.metadata
+import json
 import os
+from unittest import mock
 
 import pytest
 import yaml
@@ -305,3 +308,107 @@ def test_bad_input_exits_2(capsys, args, message):
     err = capsys.readouterr().err
     assert rc == 2
     assert err == 'opie-manage audit: error: %s\n' % message
+
+
+@pytest.mark.parametrize('extra, subject, message, fix', [
+    ('max_victim = 3\n', 'nova.conf [opie] max_victim',
+     'is not an option of [opie]: OPIE ignores it', 'max_victims'),
+    ('pasword = x\n', 'nova.conf [opie] pasword',
+     'is not an option of [opie]: OPIE ignores it', 'password'),
+    ('password = pa$word1\n', 'nova.conf [opie] password',
+     'has an unescaped "$"', 'write each "$" of the value as "$$"'),
+    ('preempted_tag = a$$b\nusername = pa$word1\n',
+     'nova.conf [opie] username', 'reads "$word1" as a reference to option '
+     'word1', 'write each "$" of the value as "$$"'),
+])
+def test_misspelled_options_and_unescaped_dollars_are_named(
+        host, extra, subject, message, fix):
+    host.write_conf(extra)
+
+    found = host.check()
+
+    assert [(p.subject, message in p.message, fix in p.fix)
+            for p in found] == [(subject, True, True)]
+
+
+def test_escaped_dollars_and_interpolation_pass(host):
+    host.write_conf('password = pa$$word1\n'
+                    'heartbeat_path = $state_path/opie-scheduler.heartbeat\n')
+
+    assert host.check() == []
+
+
+def test_shelve_mode_may_use_novas_service_user(host):
+    host.write_conf('termination_mode = shelve\n[service_user]\n'
+                    'auth_type = password\n')
+    host.restart_scheduler()
+
+    assert host.check() == []
+
+
+def test_json_format_and_config_dir(host, capsys, tmp_path):
+    conf_d = tmp_path / 'nova.conf.d'
+    conf_d.mkdir()
+    (conf_d / '50-site.conf').write_text(
+        '[filter_scheduler]\nhost_subset_size = 2\n')
+
+    rc = manage.main(['audit', '--config-file', str(host.conf_path),
+                      '--config-dir', str(conf_d), '--format', 'json'])
+
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    assert out['problems'] == [{
+        'subject': 'nova.conf [filter_scheduler] host_subset_size',
+        'message': mock.ANY, 'fix': mock.ANY}]
+    assert out['checked'] == ['%s, %s (scheduler and compute)' % (
+        host.conf_path, conf_d / '50-site.conf')]
+
+
+@pytest.mark.parametrize('content, message', [
+    (b'[DEFAULT]\n# caf\xe9\n', 'not UTF-8 text'),
+    (None, 'not a regular file'),
+])
+def test_unreadable_config_files_exit_2(tmp_path, capsys, content, message):
+    path = tmp_path / 'nova.conf'
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+
+    rc = manage.main(['audit', '--config-file', str(path)])
+
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err == 'opie-manage audit: error: %s: %s' % (path, message) \
+        + err.partition(message)[2]
+    assert len(err.splitlines()) == 1
+
+
+def test_the_options_of_another_auth_plugin_are_known(host):
+    host.write_conf('auth_type = v3applicationcredential\n'
+                    'application_credential_id = abc\n'
+                    'application_credential_secret = s$$cret\n')
+
+    assert host.check() == []
+
+
+@pytest.mark.parametrize('installed, message', [
+    ('35.0.0', 'Nova 35.0.0 is not supported: this OPIE runs on Nova 34.x '
+     '(2026.2)'),
+    (None, 'Nova is not installed in this Python environment'),
+])
+def test_a_nova_this_opie_was_not_built_for_is_named(host, installed,
+                                                     message):
+    real = importlib.metadata.version
+
+    def version(name):
+        if name != 'nova':
+            return real(name)
+        if installed is None:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return installed
+
+    with mock.patch.object(importlib.metadata, 'version', version):
+        found = host.check(roles=(audit_conf.SCHEDULER,))
+
+    assert [(p.subject, p.message) for p in found] == [('Nova', message)]

@@ -166,3 +166,45 @@ def test_read_refuses_what_is_not_text(tmp_path):
     with pytest.raises(inifile.IniError, match='not UTF-8 text: invalid '
                        'start byte at byte 8'):
         inifile.read(str(path))
+
+
+def test_crlf_lines_stay_crlf_and_a_last_line_keeps_its_end(tmp_path):
+    text = '[a]\r\nx = 1\r\n\r\n[b]\r\ny = 2'
+    path = tmp_path / 'nova.conf'
+    path.write_bytes(text.encode())
+    ini = inifile.read(str(path))
+
+    assert ini.get('a', 'x') == ['1']
+    assert ini.text == text
+    ini.set('a', 'x', ['3'])
+    ini.set('a', 'z', ['4'])
+    assert ini.text == '[a]\r\nx = 3\r\nz = 4\r\n\r\n[b]\r\ny = 2'
+    ini.set('c', 'w', ['5'])
+    assert ini.text == ('[a]\r\nx = 3\r\nz = 4\r\n\r\n[b]\r\ny = 2\r\n\r\n'
+                        '[c]\r\nw = 5\r\n')
+
+
+@pytest.mark.parametrize('value', ['pa$word1', '$', '$$', '${x}', 'a$'])
+def test_a_dollar_is_escaped_from_interpolation(tmp_path, value):
+    ini = inifile.IniFile('[opie]\n')
+
+    ini.set('opie', 'password', [value])
+
+    assert ini.text == '[opie]\npassword = %s\n' % value.replace('$', '$$')
+    assert _oslo_values(tmp_path, ini.text, 'opie', 'password') == [value]
+    assert not ini.set('opie', 'password', [value])
+
+
+def test_removing_values_sections_and_what_empties_them():
+    text = ('[DEFAULT]\ndebug = True\n\n[s]\nm = a\nm = opie\nn = 1\n\n'
+            '[opie]\n# ours\nx = 1\n\n[t]\ny = 2\n\n[opie]\nz = 3\n')
+    ini = inifile.IniFile(text)
+
+    assert ini.remove_section('opie')
+    assert ini.text == ('[DEFAULT]\ndebug = True\n\n[s]\nm = a\nm = opie\n'
+                        'n = 1\n\n[t]\ny = 2\n')
+    assert ini.set('s', 'm', ['a'])
+    assert ini.set('t', 'y', [])
+    assert ini.text == '[DEFAULT]\ndebug = True\n\n[s]\nm = a\nn = 1\n'
+    assert not ini.remove_section('opie')
+    assert not ini.set('t', 'y', [])

@@ -1,9 +1,16 @@
 """``opie-manage plan`` as operators run it."""
+import argparse
+import contextlib
+import importlib.metadata
+import io
 import json
+import os
 import pathlib
+import re
 import subprocess
 import sys
 
+import hypothesis
 import pytest
 
 from opie.cmd import manage
@@ -98,3 +105,168 @@ def test_console_script_runs_without_traceback():
     assert proc.returncode == 2
     assert 'cannot read snapshot /nonexistent.json' in proc.stderr
     assert 'Traceback' not in proc.stderr
+
+
+def _snapshot_text(table=3):
+    return (SNAPSHOTS / ('paper-table%d.json' % table)).read_text()
+
+
+def _attack(tmp_path, capsys, content, *args):
+    path = tmp_path / 'snap.json'
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    rc, out, err = _run(capsys, 'plan', '--snapshot', str(path),
+                        *(args or ('--flavor', 'medium')))
+    return rc, out, err, path
+
+
+@pytest.mark.parametrize('content, message', [
+    (_snapshot_text().replace('"vcpus": 8', '"vcpus": 1%s' % ('0' * 400),
+                              1), 'a number with more than'),
+    (_snapshot_text().replace('"vcpus": 8', '"vcpus": 1%s' % ('0' * 5000),
+                              1), 'a number with more than'),
+    (_snapshot_text().replace('"vcpus": 8', '"vcpus": 1e400', 1),
+     'a number with more than'),
+    (_snapshot_text().replace('"vcpus": 8', '"vcpus": Infinity', 1),
+     'Infinity is not a number JSON allows'),
+    (_snapshot_text().replace('"vcpus": 8', '"vcpus": NaN', 1),
+     'NaN is not a number JSON allows'),
+    ('[' * 100000 + ']' * 100000, 'nested too deeply'),
+    (_snapshot_text().replace('host-A', 'h\u00f4te-A').encode('latin-1'),
+     'not UTF-8 text'),
+])
+def test_hostile_snapshots_exit_2_with_one_line(tmp_path, capsys, content,
+                                                message):
+    rc, _, err, path = _attack(tmp_path, capsys, content)
+
+    assert rc == 2
+    [line] = err.splitlines()
+    assert line.startswith('opie-manage plan: error: snapshot %s' % path)
+    assert message in line
+
+
+@pytest.mark.parametrize('value', ['nan', 'inf', '-inf'])
+def test_a_period_must_be_a_finite_number(capsys, value):
+    with pytest.raises(SystemExit) as exit_info:
+        _run(capsys, 'plan', '--snapshot',
+             str(SNAPSHOTS / 'paper-table3.json'), '--flavor', 'medium',
+             '--period-seconds=%s' % value)
+
+    assert exit_info.value.code == 2
+    assert ('argument --period-seconds: expected a finite number, got %r'
+            % value) in capsys.readouterr().err
+
+
+def test_a_snapshot_that_is_a_directory_exits_2(tmp_path, capsys):
+    rc, _, err = _run(capsys, 'plan', '--snapshot', str(tmp_path),
+                      '--flavor', 'medium')
+
+    assert rc == 2
+    assert err == ('opie-manage plan: error: cannot read snapshot %s: Is a '
+                   'directory\n' % tmp_path)
+
+
+def test_a_closed_stdout_ends_quietly():
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, '-m', 'opie.cmd.manage', 'plan', '--snapshot',
+             str(SNAPSHOTS / 'paper-table3.json'), '--flavor', 'medium',
+             '--format', 'json'], stdout=write, stderr=subprocess.PIPE,
+            text=True)
+    finally:
+        os.close(write)
+
+    assert proc.stderr == ''
+    assert proc.returncode == 1
+
+
+def _parsers(parser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_every_option_has_plain_text_help(capsys):
+    markup = re.compile(r'``|:[a-z]+:`')
+    for parser in _parsers(manage.build_parser()):
+        text = parser.format_help()
+        assert not markup.search(text), parser.prog
+        for action in parser._actions:
+            if action.option_strings:
+                assert action.help, '%s %s' % (parser.prog,
+                                               action.option_strings)
+
+
+def test_version_is_the_distributions(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        manage.main(['--version'])
+
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out == 'opie-manage %s\n' % importlib.metadata.version(
+        'openstack-opie')
+
+
+# JSON a hostile snapshot may hold that json.dumps() would not write.
+HOSTILE = ['1' + '0' * 400, '1' + '0' * 5000, '-1e400', '1e-400', 'NaN',
+           '-Infinity', '[' * 50000 + ']' * 50000, '"\\ud800"', '-0',
+           '1' + '0' * 17, '1.5e17']
+PLACEHOLDER = '"opie-fuzz-placeholder"'
+
+
+@hypothesis.settings(max_examples=200, deadline=None,
+                     suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.given(data=hypothesis.strategies.data())
+def test_fuzzed_snapshots_never_give_a_traceback(tmp_path_factory, data):
+    """Any JSON, hostile or not, in place of any value of a real snapshot:
+    a plan or one line naming the problem, exit 2."""
+    st = hypothesis.strategies
+    snapshot = json.loads(_snapshot_text(5))
+    where = data.draw(st.sampled_from(list(_paths(snapshot))))
+    text = data.draw(st.sampled_from(HOSTILE) | st.recursive(
+        st.none() | st.booleans() | st.text(max_size=5) | st.integers()
+        | st.floats(allow_nan=False),
+        lambda inner: st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+        max_leaves=8).map(json.dumps))
+    snapshot = _put(snapshot, where, json.loads(PLACEHOLDER))
+    path = tmp_path_factory.mktemp('fuzz') / 'snap.json'
+    path.write_text(json.dumps(snapshot).replace(PLACEHOLDER, text))
+
+    for request in (['--flavor', 'large'],
+                    ['--vcpus', '4', '--memory-mb', '8000', '--disk-gb',
+                     '80']):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(err):
+            rc = manage.main(['plan', '--snapshot', str(path)] + request)
+        assert rc in (0, 1, 2)
+        if rc == 2:
+            assert len(err.getvalue().splitlines()) == 1
+
+
+def _paths(value, path=()):
+    yield path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, path + (index,))
+
+
+def _put(document, path, value):
+    """``document`` with the value at ``path`` replaced (the root too)."""
+    if not path:
+        return value
+    parent = document
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    return document

@@ -1,5 +1,6 @@
 """``opie-manage nova-conf``: OPIE's settings written into a nova.conf."""
 import datetime
+import os
 import subprocess
 import sys
 import textwrap
@@ -16,7 +17,7 @@ from opie.nova import conf as opie_conf
 OPIE_FLAGS = ['--costs', 'period=1,count=60', '--billing-period', '600',
               '--max-victims', '3', '--termination-mode', 'delete']
 SERVICE_USER = ['--auth-url', 'http://keystone/identity', '--username',
-                'nova', '--password', 'secret', '--project-name', 'service']
+                'nova', '--password-file', '-', '--project-name', 'service']
 NOVA_DEFAULT_FILTERS = ('ComputeFilter,ComputeCapabilitiesFilter,'
                         'ImagePropertiesFilter,ServerGroupAntiAffinityFilter,'
                         'ServerGroupAffinityFilter')
@@ -44,6 +45,12 @@ OPERATOR_CONF = textwrap.dedent("""\
     [api]
     auth_strategy = keystone
     """)
+
+
+@pytest.fixture(autouse=True)
+def password_on_stdin(monkeypatch):
+    """What ``--password-file -`` reads, every time."""
+    monkeypatch.setattr('sys.stdin.readline', lambda: 'secret\n')
 
 
 @pytest.fixture
@@ -202,16 +209,21 @@ def test_shelve_mode_writes_the_service_user(capsys, conf_path):
     (['--termination-mode', 'kill'], '--termination-mode kill: Valid values '
      "are [delete, shelve], but found 'kill'"),
     (['--termination-mode', 'shelve'], '--termination-mode shelve needs the '
-     'service user that snapshots victims to Glance: give --auth-url, '
-     '--username, --password, --project-name'),
+     'service user that snapshots victims to Glance: set [service_user] in '
+     'nova.conf or give --auth-url, '
+     '--username, --password-file, --project-name'),
     (['--termination-mode', 'shelve'] + SERVICE_USER[:-2]
      + ['--project-name', ''], '--termination-mode shelve needs the service '
-     'user that snapshots victims to Glance: give --project-name'),
-    (SERVICE_USER, '--auth-url, --username, --password, --project-name and '
-     '--domain-name go with --termination-mode shelve'),
-    (['--termination-mode', 'shelve', '--password', 'two\nlines']
+     'user that snapshots victims to Glance: set [service_user] in nova.conf '
+     'or give --project-name'),
+    (SERVICE_USER, '--auth-url, --username, --password-file, --project-name '
+     'and --domain-name go with --termination-mode shelve'),
+    (['--termination-mode', 'shelve', '--password-file', '/nonexistent']
      + SERVICE_USER[:4] + SERVICE_USER[6:],
-     'nova.conf: the value of password cannot span lines'),
+     '--password-file /nonexistent: No such file or directory'),
+    (['--termination-mode', 'shelve', '--password-file', '/dev/null']
+     + SERVICE_USER[:4] + SERVICE_USER[6:],
+     '--password-file /dev/null: no password on its first line'),
 ])
 def test_bad_values_exit_2_and_leave_the_file_alone(capsys, conf_path,
                                                     flags, message):
@@ -244,8 +256,8 @@ def test_an_unreadable_file_is_named(capsys, tmp_path):
     rc, _, err = _scheduler(capsys, tmp_path)
 
     assert rc == 2
-    assert err == ('opie-manage nova-conf: error: cannot read %s: Is a '
-                   'directory\n' % tmp_path)
+    assert err == ('opie-manage nova-conf: error: %s: not a regular file\n'
+                   % tmp_path)
 
 
 def test_the_file_keeps_its_mode(capsys, conf_path):
@@ -313,3 +325,162 @@ def test_writing_nova_conf_loads_neither_nova_nor_cloud_clients(tmp_path):
                          check=True, capture_output=True, text=True).stdout
 
     assert out.splitlines()[-1] == '[]'
+
+
+def test_a_password_is_never_an_argument(capsys, conf_path, tmp_path):
+    with pytest.raises(SystemExit):
+        _scheduler(capsys, conf_path, '--termination-mode', 'shelve',
+                   '--password', 'secret')
+    password_file = tmp_path / 'password'
+    password_file.write_text('pa$word1\n')
+    flags = SERVICE_USER[:4] + ['--password-file', password_file]
+    flags += SERVICE_USER[6:]
+
+    rc, _, _ = _scheduler(capsys, conf_path, '--termination-mode', 'shelve',
+                          *flags)
+
+    assert rc == 0
+    # Created private; the $ escaped from oslo.config's interpolation.
+    assert conf_path.stat().st_mode & 0o777 == 0o600
+    assert 'password = pa$$word1\n' in conf_path.read_text()
+    assert _audit(conf_path, audit_conf.SCHEDULER)[0].message.startswith(
+        'no heartbeat')
+    auth_conf = cfg.ConfigOpts()
+    ks_loading.register_auth_conf_options(auth_conf, 'opie')
+    auth_conf(['--config-file', str(conf_path)], default_config_files=[],
+              default_config_dirs=[], use_env=False)
+    auth = ks_loading.load_auth_from_conf_options(auth_conf, 'opie')
+    assert auth.get_cache_id_elements()['password'] == 'pa$word1'
+
+
+def test_shelve_mode_uses_novas_service_user_when_set(capsys, conf_path):
+    text = '[service_user]\nsend_service_user_token = true\n' \
+        'auth_type = password\n'
+    conf_path.write_text(text)
+
+    rc, _, _ = _scheduler(capsys, conf_path, '--termination-mode', 'shelve')
+
+    assert rc == 0
+    assert conf_path.read_text().endswith(
+        '[opie]\ntermination_mode = shelve\n')
+    assert 'auth_type' not in conf_path.read_text().partition('[opie]')[2]
+
+
+def test_a_fifo_is_refused_and_kept(capsys, tmp_path):
+    fifo = tmp_path / 'nova.conf'
+    os.mkfifo(fifo)
+
+    rc, _, err = _scheduler(capsys, fifo, '--max-victims', '2')
+
+    assert rc == 2
+    assert err == ('opie-manage nova-conf: error: %s: not a regular file\n'
+                   % fifo)
+    assert fifo.is_fifo()
+
+
+def test_a_crlf_file_stays_crlf(capsys, conf_path):
+    text = '[DEFAULT]\r\ndebug = True\r\n\r\n[opie]\r\ncosts = age\r\n'
+    conf_path.write_bytes(text.encode())
+
+    _scheduler(capsys, conf_path, '--max-victims', '2')
+
+    written = conf_path.read_bytes().decode()
+    assert written.startswith(text[:-2])
+    assert '\n' not in written.replace('\r\n', '')
+
+
+ROUND_TRIP = textwrap.dedent("""\
+    # Managed by hand.
+    [DEFAULT]
+    debug = True
+
+    [filter_scheduler]
+    available_filters = my.filters.all
+    enabled_filters = ComputeFilter,MyFilter
+    host_subset_size = 1
+
+    [api]
+    auth_strategy = keystone
+    """)
+
+
+@pytest.mark.parametrize('original', ['', '[DEFAULT]\ndebug = True\n',
+                                      ROUND_TRIP,
+                                      ROUND_TRIP.replace('\n', '\r\n')])
+def test_remove_undoes_scheduler_byte_for_byte(capsys, conf_path,
+                                               original):
+    conf_path.write_bytes(original.encode())
+    _scheduler(capsys, conf_path, *OPIE_FLAGS)
+    assert conf_path.read_bytes() != original.encode()
+
+    rc, out, _ = _scheduler(capsys, conf_path, '--remove')
+
+    assert rc == 0
+    assert out.startswith('%s: removed ' % conf_path)
+    assert conf_path.read_bytes() == original.encode()
+    assert _scheduler(capsys, conf_path, '--remove')[1] == (
+        '%s: nothing to remove\n' % conf_path)
+
+
+def test_remove_refuses_settings(capsys, conf_path):
+    rc, _, err = _scheduler(capsys, conf_path, '--remove', '--costs', 'age')
+
+    assert rc == 2
+    assert '--remove takes no [opie] option' in err
+
+
+def test_config_dir_gets_a_file_of_its_own(capsys, tmp_path, conf_path):
+    conf_path.write_text(ROUND_TRIP)
+    conf_d = tmp_path / 'nova.conf.d'
+    conf_d.mkdir()
+    (conf_d / '10-site.conf').write_text(
+        '[filter_scheduler]\nenabled_filters = ComputeFilter\n')
+    ours = conf_d / '50-opie.conf'
+
+    rc, out, _ = _scheduler(capsys, conf_path, '--config-dir', conf_d,
+                            *OPIE_FLAGS)
+
+    assert rc == 0
+    assert out.startswith('%s: set ' % ours)
+    assert conf_path.read_text() == ROUND_TRIP
+    text = ours.read_text()
+    # The filter list in force, from 10-site.conf, with OPIE's; one more
+    # available_filters line, added to those of nova.conf.
+    assert 'enabled_filters = ComputeFilter,PreemptibleFilter\n' in text
+    assert 'available_filters = opie.nova.filters.PreemptibleFilter\n' in text
+    assert 'my.filters.all' not in text
+    conf = nova_conf.load([str(conf_path)], str(conf_d))
+    assert conf.filter_scheduler.available_filters == [
+        'my.filters.all', nova_conf.FILTER_PATH]
+    assert _scheduler(capsys, conf_path, '--config-dir', conf_d,
+                      *OPIE_FLAGS)[1] == '%s: nothing to change\n' % ours
+
+    (conf_d / '90-late.conf').write_text('[opie]\nmax_victims = 9\n')
+    rc, _, err = _scheduler(capsys, conf_path, '--config-dir', conf_d,
+                            '--max-victims', '4')
+    assert rc == 2
+    assert ('%s sets [opie] max_victims after %s' % (
+        conf_d / '90-late.conf', ours)) in err
+    os.unlink(conf_d / '90-late.conf')
+
+    rc, _, _ = _scheduler(capsys, conf_path, '--config-dir', conf_d,
+                          '--remove')
+    assert rc == 0
+    assert not ours.exists()
+
+
+@pytest.mark.parametrize('content, message', [
+    (b'[DEFAULT]\ndebug = caf\xe9\n', 'not UTF-8 text'),
+    (None, 'not a regular file'),
+])
+def test_unreadable_files_exit_2(capsys, conf_path, content, message):
+    if content is None:
+        conf_path.mkdir()
+    else:
+        conf_path.write_bytes(content)
+
+    rc, _, err = _scheduler(capsys, conf_path, '--max-victims', '2')
+
+    assert rc == 2
+    [line] = err.splitlines()
+    assert message in line and str(conf_path) in line

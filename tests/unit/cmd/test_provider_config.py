@@ -165,3 +165,69 @@ def test_non_positive_sizes_are_usage_errors(capsys):
 
     assert exit_info.value.code == 2
     assert 'argument --vcpus: must be >= 1, got 0' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('line, message', [
+    ('cpu_allocation_ratio = nan', '[DEFAULT] cpu_allocation_ratio: nan is '
+     'not a number >= 0'),
+    ('ram_allocation_ratio = inf', '[DEFAULT] ram_allocation_ratio: inf is '
+     'not a number >= 0'),
+    ('initial_disk_allocation_ratio = -1', '[DEFAULT] '
+     'initial_disk_allocation_ratio: -1.0 is not a number >= 0'),
+    ('reserved_host_memory_mb = -512', '[DEFAULT] reserved_host_memory_mb: '
+     '-512 is not a number >= 0'),
+    ('reserved_host_cpus = -1', '[DEFAULT] reserved_host_cpus: -1 is not'),
+])
+def test_impossible_nova_conf_values_are_refused(tmp_path, capsys, line,
+                                                 message):
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[DEFAULT]\n%s\n' % line)
+    output = tmp_path / 'opie.yaml'
+
+    rc, _, err = _run(capsys, 'provider-config', '--config-file', str(conf),
+                      '--vcpus', '8', '--memory-mb', '16384', '--disk-gb',
+                      '100', '--output', str(output))
+
+    assert rc == 2
+    assert err.startswith('opie-manage provider-config: error: %s: ' % conf)
+    assert message in err and len(err.splitlines()) == 1
+    assert not output.exists()
+
+
+def test_unreadable_config_files_and_special_outputs_exit_2(tmp_path,
+                                                            capsys):
+    latin = tmp_path / 'latin.conf'
+    latin.write_bytes(b'[DEFAULT]\n# caf\xe9\n')
+    fifo = tmp_path / 'fifo.yaml'
+    os.mkfifo(fifo)
+    sizes = ['--vcpus', '8', '--memory-mb', '16384', '--disk-gb', '100']
+
+    for args, message in (
+            (['--config-file', str(latin)], '%s: not UTF-8 text' % latin),
+            (['--config-file', str(tmp_path)],
+             '%s: not a regular file' % tmp_path),
+            (['--output', str(fifo)],
+             'refusing to write %s: not a regular file' % fifo)):
+        rc, _, err = _run(capsys, 'provider-config', *sizes, *args)
+
+        assert rc == 2
+        assert err.startswith('opie-manage provider-config: error: ')
+        assert message in err and len(err.splitlines()) == 1
+    assert fifo.is_fifo()
+
+
+def test_config_dir_values_win(tmp_path, capsys):
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[DEFAULT]\ncpu_allocation_ratio = 2.0\n')
+    conf_d = tmp_path / 'nova.conf.d'
+    conf_d.mkdir()
+    (conf_d / '10-ratio.conf').write_text(
+        '[DEFAULT]\ncpu_allocation_ratio = 3.0\n')
+
+    rc, out, _ = _run(capsys, 'provider-config', '--config-file', str(conf),
+                      '--config-dir', str(conf_d), '--vcpus', '8',
+                      '--memory-mb', '16384', '--disk-gb', '100')
+
+    assert rc == 0
+    found = provider_config.custom_inventories(yaml.safe_load(out))
+    assert found['CUSTOM_PREEMPTIBLE_VCPU']['allocation_ratio'] == 3.0

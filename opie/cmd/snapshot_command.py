@@ -1,0 +1,154 @@
+"""``opie-manage snapshot``: the live cloud as a snapshot ``plan`` reads.
+
+So an operator can ask "what would this request preempt right now"
+without writing JSON by hand::
+
+    opie-manage snapshot --os-cloud admin > cloud.json
+    opie-manage plan --snapshot cloud.json --flavor m1.large
+
+Read through the APIs with admin credentials, as the scheduler sees it:
+
+* hosts: every compute node whose service is enabled and up, with the
+  capacity Placement computes from its inventory ((total - reserved) x
+  allocation ratio; reserved vCPUs and disk are taken off the totals,
+  reserved memory is kept as ``reserved_host_memory_mb``);
+* instances: every server on those hosts, with the flavor embedded in it
+  (so a deleted or edited flavor still counts as it was booted),
+  preemptible by its ``opie:preemptible`` extra spec, launch time, lock
+  and task state;
+* flavors: every flavor, plus the embedded flavors of running servers
+  that no longer match one.
+
+Nova's API does not say who locked a server; a locked server is written
+as locked by an admin, which protects it (the scheduler would still
+preempt a preemptible its owner locked).
+"""
+import datetime
+import json
+
+from opie.cmd import arguments
+from opie.core import preemptible as rc
+from opie.core import snapshot
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        'snapshot', help='write the live cloud as a snapshot for plan',
+        description='Write the live cloud (compute nodes, their inventory, '
+        'their servers with flavors, launch times and locks) as the JSON '
+        'snapshot that "opie-manage plan --snapshot" reads.')
+    parser.add_argument('--output', metavar='FILE',
+                        help='write here instead of to standard output')
+    arguments.add_cloud_arguments(parser)
+    parser.set_defaults(func=snapshot_command)
+
+
+def _resources(vcpus, memory_mb, root_gb, ephemeral_gb, swap_mb):
+    """What a flavor takes from Placement: root, ephemeral and swap disk
+    together, in whole GB."""
+    return {'vcpus': vcpus, 'memory_mb': memory_mb,
+            'disk_gb': root_gb + ephemeral_gb + -(-swap_mb // 1024)}
+
+
+def _embedded(flavor):
+    """The resources of the flavor embedded in a server (API >= 2.47)."""
+    return _resources(flavor['vcpus'], flavor['ram'], flavor['disk'],
+                      flavor.get('ephemeral') or 0, flavor.get('swap') or 0)
+
+
+def _host(node, inventories):
+    def inv(rc_name):
+        return inventories.get(rc_name) or {'total': 0, 'reserved': 0,
+                                            'allocation_ratio': 1.0}
+    vcpu, ram, disk = inv('VCPU'), inv('MEMORY_MB'), inv('DISK_GB')
+    return {'name': node.hypervisor_hostname,
+            'vcpus': vcpu['total'] - vcpu.get('reserved', 0),
+            'memory_mb': ram['total'],
+            'reserved_host_memory_mb': ram.get('reserved', 0),
+            'disk_gb': disk['total'] - disk.get('reserved', 0),
+            'cpu_allocation_ratio': vcpu.get('allocation_ratio', 1.0),
+            'ram_allocation_ratio': ram.get('allocation_ratio', 1.0),
+            'disk_allocation_ratio': disk.get('allocation_ratio', 1.0),
+            'instances': []}
+
+
+def _flavor_name(embedded, flavors):
+    """The snapshot flavor of a server's embedded flavor: its name, or
+    the name with ``@N`` when a flavor of that name now differs."""
+    wanted = _embedded(embedded)
+    name = embedded['original_name']
+    same = [key for key, value in flavors.items() if value == wanted
+            and (key == name or key.startswith(name + '@'))]
+    if same:
+        return same[0]
+    key = name if name not in flavors else '%s@%d' % (name, len(flavors))
+    flavors[key] = wanted
+    return key
+
+
+def _instance(server, flavors):
+    embedded = server.flavor
+    attrs = server.to_dict()
+    out = {'uuid': server.id, 'name': server.name,
+           'flavor': _flavor_name(embedded, flavors),
+           'preemptible': rc.is_preemptible(embedded.get('extra_specs', {})),
+           'launched_at': _iso(attrs.get('OS-SRV-USG:launched_at')
+                               or attrs.get('created'))}
+    if attrs.get('locked'):
+        out['locked'] = True
+    if attrs.get('OS-EXT-STS:task_state'):
+        out['task_state'] = attrs['OS-EXT-STS:task_state']
+    return out
+
+
+def _iso(text):
+    moment = datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+def take(conn, now=None):
+    """The snapshot document of the cloud behind ``conn``
+    (a :class:`opie.cmd.cloud.Cloud`)."""
+    from opie.cmd import cloud
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    flavors = {}
+    for f in map(cloud.flavor_of, conn.flavors()):
+        flavors[f.name] = _resources(f.vcpus, f.memory_mb, f.root_gb,
+                                     f.ephemeral_gb, f.swap_mb)
+    hosts = {}
+    for node in conn.nova.hypervisors.list(detailed=True):
+        if node.status != 'enabled' or node.state != 'up':
+            continue
+        hosts[node.hypervisor_hostname] = _host(
+            node, conn.inventories(node.id) or {})
+    servers = conn.nova.servers.list(detailed=True, search_opts={
+        'all_tenants': True}, limit=-1)
+    for server in servers:
+        node = getattr(server, 'OS-EXT-SRV-ATTR:hypervisor_hostname', None)
+        if node in hosts:
+            hosts[node]['instances'].append(_instance(server, flavors))
+    document = {
+        'description': 'opie-manage snapshot of the live cloud: %d '
+                       'enabled compute nodes that are up' % len(hosts),
+        'now': now.strftime('%Y-%m-%dT%H:%M:%SZ'),
+        'flavors': flavors,
+        'hosts': [hosts[name] for name in sorted(hosts)]}
+    # What plan will read must parse: fail here, not in the next command.
+    snapshot.parse(document)
+    return document
+
+
+def snapshot_command(args):
+    # Loaded here: declaring the command must not load the cloud clients.
+    from opie.cmd import cloud
+    with cloud.errors_as_usage():
+        document = take(cloud.connect(args))
+    text = json.dumps(document, indent=1, sort_keys=True) + '\n'
+    if args.output:
+        with open(args.output, 'w', encoding='utf-8') as f:
+            f.write(text)
+    else:
+        print(text, end='')
+    return 0

@@ -1,0 +1,78 @@
+"""Which Nova OPIE runs on, checked before the scheduler starts.
+
+OPIE overrides private methods of Nova's ``SchedulerManager`` and wraps its
+report client, so a Nova it was not built for would fail at request time,
+with a half-made claim, instead of at start.  :func:`problem` reads the
+installed Nova's release and the signatures of every method OPIE hooks;
+``opie-scheduler`` refuses to start on a mismatch and ``opie-manage
+audit`` reports it.  Supported: Nova 34.x (2026.2).
+"""
+import importlib.metadata
+import inspect
+
+SUPPORTED_MAJOR = 34
+SUPPORTED = 'Nova %d.x (2026.2)' % SUPPORTED_MAJOR
+# (module, class, method, parameters after self) OPIE overrides or calls.
+HOOKS = (
+    ('nova.scheduler.manager', 'SchedulerManager', '_schedule',
+     ('context', 'spec_obj', 'instance_uuids', 'alloc_reqs_by_rp_uuid',
+      'provider_summaries', 'allocation_request_version',
+      'return_alternates')),
+    ('nova.scheduler.manager', 'SchedulerManager', '_get_all_host_states',
+     ('context', 'spec_obj', 'provider_summaries')),
+    ('nova.scheduler.manager', 'SchedulerManager', '_get_alternate_hosts',
+     ('selected_hosts', 'spec_obj', 'hosts', 'index', 'num_alts')),
+    ('nova.scheduler.manager', 'SchedulerManager',
+     '_consume_selected_host', ('selected_host', 'spec_obj',
+                                'instance_uuid')),
+    ('nova.scheduler.manager', 'SchedulerManager', 'select_destinations',
+     None),
+    ('nova.scheduler.client.report', 'SchedulerReportClient',
+     'claim_resources',
+     ('context', 'consumer_uuid', 'alloc_request', 'project_id', 'user_id',
+      'allocation_request_version', 'consumer_generation')),
+    ('nova.scheduler.client.report', 'SchedulerReportClient',
+     'get_allocation_candidates', ('context', 'resources')),
+)
+
+
+def release_problem(version=None):
+    """Why the installed Nova's release (or ``version``) is not one this
+    OPIE runs on, in one line, or None.  Reads no Nova module."""
+    if version is None:
+        try:
+            version = importlib.metadata.version('nova')
+        except importlib.metadata.PackageNotFoundError:
+            return 'Nova is not installed in this Python environment'
+    if version.split('.')[0] != str(SUPPORTED_MAJOR):
+        return ('Nova %s is not supported: this OPIE runs on %s'
+                % (version, SUPPORTED))
+    return None
+
+
+def problem(version=None):
+    """:func:`release_problem`, then whether every method OPIE hooks
+    still has the signature it was built for; one line, or None."""
+    found = release_problem(version)
+    if found:
+        return found
+    version = version or importlib.metadata.version('nova')
+    for module, cls, method, params in HOOKS:
+        found = _signature(module, cls, method)
+        if found is None:
+            return ('Nova %s has no %s.%s.%s, which OPIE overrides'
+                    % (version, module, cls, method))
+        if params is not None and found[:len(params)] != params:
+            return ('Nova %s changed %s.%s(%s), which OPIE overrides'
+                    % (version, cls, method, ', '.join(found)))
+    return None
+
+
+def _signature(module, cls, method):
+    try:
+        target = getattr(getattr(importlib.import_module(module), cls),
+                         method)
+    except (ImportError, AttributeError):
+        return None
+    return tuple(p for p in inspect.signature(target).parameters
+                 if p != 'self')

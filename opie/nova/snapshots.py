@@ -1,0 +1,84 @@
+"""Clean up the shelve snapshots that preemption in shelve mode leaves.
+
+The scheduler shelves a victim as its service user (:mod:`.terminate`),
+so Nova uploads the snapshot into the service user's project and shares
+it with the victim's project (as a member), which can then unshelve.
+Nova deletes a shelve snapshot with the context of whoever unshelves or
+deletes the server: the owner, a mere member of the image, whom Glance
+refuses, so every such snapshot would outlive its use.
+
+The scheduler process that holds the reconciler's lease therefore deletes,
+every ``[opie] reconcile_interval`` seconds, each image of the service
+user's project that
+
+* is a shelve snapshot (name ``*-shelved``, ``image_type = snapshot``,
+  ``instance_uuid`` set) of a server of another project, and
+* is no longer the snapshot of a shelved server: its server is deleted,
+  or has no task under way and is not shelved on this image
+  (``shelved_image_id``).
+
+An image still in use (the server shelved on it, or being unshelved) is
+never touched.
+"""
+from oslo_log import log as logging
+
+from nova.compute import vm_states
+from nova import context as nova_context
+from nova import exception
+from nova.image import glance
+from nova import objects
+
+LOG = logging.getLogger(__name__)
+SHELVED = frozenset([vm_states.SHELVED, vm_states.SHELVED_OFFLOADED])
+
+
+def clean(context, image_api=None):
+    """Delete the unused shelve snapshots of ``context``'s project (the
+    service user's); the ids deleted."""
+    image_api = image_api or glance.API()
+    deleted = []
+    for image in image_api.get_all(context, filters={
+            'owner': context.project_id, 'image_type': 'snapshot'}):
+        if _shelve_snapshot(image, context.project_id) and \
+                _unused(image, context.project_id):
+            try:
+                image_api.delete(context, image['id'])
+            except exception.ImageNotFound:
+                continue
+            LOG.info('OPIE: deleted shelve snapshot %s of instance %s, no '
+                     'longer in use', image['id'],
+                     image['properties']['instance_uuid'])
+            deleted.append(image['id'])
+    return deleted
+
+
+def _shelve_snapshot(image, project_id):
+    props = image.get('properties', {})
+    # Nova's image API has the owner at the top level; its test fixture
+    # among the properties.
+    owner = image.get('owner') or props.get('owner')
+    return (owner == project_id and image.get('name', '').endswith('-shelved')
+            and props.get('image_type') == 'snapshot'
+            and props.get('instance_uuid'))
+
+
+def _unused(image, project_id):
+    """Whether no server is (or is being) shelved on ``image`` any more,
+    for a server of another project than ``project_id``."""
+    uuid = image['properties']['instance_uuid']
+    admin = nova_context.get_admin_context(read_deleted='yes')
+    try:
+        mapping = objects.InstanceMapping.get_by_instance_uuid(admin, uuid)
+        with nova_context.target_cell(admin, mapping.cell_mapping) as cctxt:
+            instance = objects.Instance.get_by_uuid(
+                cctxt, uuid, expected_attrs=['system_metadata'])
+    except (exception.InstanceMappingNotFound, exception.InstanceNotFound):
+        return True
+    if instance.project_id == project_id:
+        # The service project's own server: not a victim's snapshot.
+        return False
+    if instance.deleted:
+        return True
+    return instance.task_state is None and not (
+        instance.vm_state in SHELVED
+        and instance.system_metadata.get('shelved_image_id') == image['id'])

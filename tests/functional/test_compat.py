@@ -1,0 +1,53 @@
+"""opie-scheduler refuses a Nova it was not built for, before it serves."""
+import os
+import subprocess
+import sys
+
+from opie.nova import compat
+
+
+def test_the_installed_nova_is_supported():
+    assert compat.problem() is None
+
+
+def test_another_release_stops_the_scheduler_at_start(tmp_path):
+    # The real command, in its own process (it monkey patches at import),
+    # with importlib.metadata reporting another Nova release.
+    (tmp_path / 'sitecustomize.py').write_text(
+        'import importlib.metadata as m\n'
+        'real = m.version\n'
+        'm.version = lambda name: "35.1.0" if name == "nova" '
+        'else real(name)\n')
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, '-c', 'from opie.nova import cmd; cmd.main()',
+         '--config-file', os.devnull], env=env, capture_output=True,
+        text=True, timeout=300)
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        'opie-scheduler: Nova 35.1.0 is not supported: this OPIE runs on '
+        'Nova 34.x (2026.2)')
+
+
+def test_a_changed_hook_is_named(monkeypatch):
+    from nova.scheduler import manager
+
+    def _schedule(self, context, spec_obj, instance_uuids, alloc_reqs,
+                  provider_summaries):
+        pass
+
+    monkeypatch.setattr(manager.SchedulerManager, '_schedule', _schedule)
+
+    assert compat.problem() == (
+        'Nova 34.0.0 changed SchedulerManager._schedule(context, spec_obj, '
+        'instance_uuids, alloc_reqs, provider_summaries), which OPIE '
+        'overrides')
+
+
+def test_a_missing_hook_is_named(monkeypatch):
+    from nova.scheduler.client import report
+    monkeypatch.delattr(report.SchedulerReportClient, 'claim_resources')
+
+    assert 'has no nova.scheduler.client.report.SchedulerReportClient.' \
+        'claim_resources' in compat.problem()

@@ -1,0 +1,51 @@
+"""opie-manage snapshot, then plan on it, agrees with the scheduler."""
+import json
+import os
+
+from tests.functional import test_audit
+from tests.functional import test_preemption
+
+
+class Snapshot(test_audit.AuditCloud):
+
+    def setUp(self):
+        super().setUp()
+        test_preemption.fill_with_preemptibles(self)
+
+    def test_plan_on_the_snapshot_is_what_the_scheduler_does(self):
+        path = os.path.join(self.config_dir, 'cloud.json')
+        code, _, err = self.opie_manage('snapshot', '--output', path)
+        self.assertEqual(0, code, err)
+        code, out, err = self.opie_manage('plan', '--snapshot', path,
+                                          '--flavor', 'medium',
+                                          '--format', 'json')
+        self.assertEqual(0, code, err)
+        planned = json.loads(out)
+
+        server = self.boot('medium', 'normal')
+        self.wait_for_terminations()
+
+        self.assertEqual(planned['host'], self.host_of(server))
+        self.assertEqual(sorted(planned['victims']),
+                         sorted(self.victim_uuids()))
+        # The cheapest single victim of fill_with_preemptibles.
+        self.assertEqual([self.server_id('B-2')], planned['victims'])
+
+    def server_id(self, name):
+        return [s['id'] for s in self.admin_api.get_servers(
+            detail=False, search_opts={'all_tenants': 1, 'deleted': 1})
+            if s['name'] == name][0]
+
+    def test_the_snapshot_lists_hosts_inventory_and_instances(self):
+        code, out, err = self.opie_manage('snapshot')
+
+        self.assertEqual(0, code, err)
+        document = json.loads(out)
+        self.assertEqual(['host-A', 'host-B'],
+                         [h['name'] for h in document['hosts']])
+        host = document['hosts'][0]
+        self.assertEqual((8, 16384, 1000), (host['vcpus'], host['memory_mb'],
+                                            host['disk_gb']))
+        self.assertEqual(4, len(host['instances']))
+        self.assertTrue(all(i['preemptible'] for i in host['instances']))
+        self.assertIn('medium', document['flavors'])

@@ -1,0 +1,42 @@
+"""``opie-manage snapshot`` on the lab, then ``plan`` on that file, says
+what the scheduler then does for the same request (issue 13 point 7)."""
+import json
+import os
+import subprocess
+import sys
+
+from tests.integration import lab
+
+
+def opie_manage(*args):
+    done = subprocess.run(
+        [os.path.join(sys.prefix, 'bin', 'opie-manage')] + list(args),
+        capture_output=True, text=True,
+        env=dict(os.environ, OS_CLIENT_CONFIG_FILE=str(lab.LAB.clouds_yaml)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_plan_on_a_snapshot_of_the_lab_is_what_the_scheduler_does(
+        tmp_path):
+    alpha = lab.nova('lab-alpha')
+    lab.fill_with_preemptibles(alpha)
+    path = tmp_path / 'lab.json'
+    opie_manage('snapshot', '--os-cloud', 'lab-admin', '--output', str(path))
+    planned = json.loads(opie_manage('plan', '--snapshot', str(path),
+                                     '--flavor', 'small', '--format',
+                                     'json'))
+    assert len(planned['victims']) == 1, planned
+    before = {s.id for s in alpha.servers.list()}
+
+    beta = lab.nova('lab-beta')
+    normal, = lab.boot(beta, 'normal', 'small')
+    server = lab.settled({normal})[normal]
+
+    assert server.status == 'ACTIVE'
+    assert getattr(server, 'OS-EXT-SRV-ATTR:hypervisor_hostname') == \
+        planned['host']
+    lab.wait_for('the victim to be deleted', lambda: planned['victims'][0]
+                 not in {s.id for s in alpha.servers.list()})
+    assert before - {s.id for s in alpha.servers.list()} == \
+        set(planned['victims'])
