@@ -62,10 +62,20 @@ def problem(version=None):
         if found is None:
             return ('Nova %s has no %s.%s.%s, which OPIE overrides'
                     % (version, module, cls, method))
-        if params is not None and found[:len(params)] != params:
+        names = tuple(p.name for p in found)
+        if params is not None and (names[:len(params)] != params
+                                   or _required(found[len(params):])):
             return ('Nova %s changed %s.%s(%s), which OPIE overrides'
-                    % (version, cls, method, ', '.join(found)))
+                    % (version, cls, method, ', '.join(names)))
     return None
+
+
+def _required(parameters):
+    """Whether any of ``parameters`` must be given: one added with a
+    default (or ``*args``, ``**kwargs``) changes no call OPIE makes."""
+    return any(p.default is p.empty
+               and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               for p in parameters)
 
 
 def _signature(module, cls, method):
@@ -74,5 +84,5 @@ def _signature(module, cls, method):
                          method)
     except (ImportError, AttributeError):
         return None
-    return tuple(p for p in inspect.signature(target).parameters
-                 if p != 'self')
+    return tuple(p for p in inspect.signature(target).parameters.values()
+                 if p.name != 'self')

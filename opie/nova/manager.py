@@ -86,6 +86,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
         self.terminator = terminate.Terminator(
             self.settings, opie_conf.load_service_auth(
                 CONF, self.settings.termination_mode))
+        if self.terminator.service_auth is not None:
+            self.terminator.check_login()
         self.tokens = token.Generations()
         super().__init__(*args, **kwargs)
         self.reconciler = reconciler.Reconciler(

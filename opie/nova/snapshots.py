@@ -14,22 +14,20 @@ user's project that
 * is a shelve snapshot (name ``*-shelved``, ``image_type = snapshot``,
   ``instance_uuid`` set) of a server of another project, and
 * is no longer the snapshot of a shelved server: its server is deleted,
-  or has no task under way and is not shelved on this image
-  (``shelved_image_id``).
+  or has no task under way and no longer points at this image
+  (``shelved_image_id``, which Nova drops once an unshelve succeeds).
 
 An image still in use (the server shelved on it, or being unshelved) is
 never touched.
 """
 from oslo_log import log as logging
 
-from nova.compute import vm_states
 from nova import context as nova_context
 from nova import exception
 from nova.image import glance
 from nova import objects
 
 LOG = logging.getLogger(__name__)
-SHELVED = frozenset([vm_states.SHELVED, vm_states.SHELVED_OFFLOADED])
 
 
 def clean(context, image_api=None):
@@ -39,16 +37,22 @@ def clean(context, image_api=None):
     deleted = []
     for image in image_api.get_all(context, filters={
             'owner': context.project_id, 'image_type': 'snapshot'}):
-        if _shelve_snapshot(image, context.project_id) and \
-                _unused(image, context.project_id):
-            try:
-                image_api.delete(context, image['id'])
-            except exception.ImageNotFound:
+        try:
+            if not (_shelve_snapshot(image, context.project_id)
+                    and _unused(image, context.project_id)):
                 continue
-            LOG.info('OPIE: deleted shelve snapshot %s of instance %s, no '
-                     'longer in use', image['id'],
-                     image['properties']['instance_uuid'])
-            deleted.append(image['id'])
+            image_api.delete(context, image['id'])
+        except exception.ImageNotFound:
+            continue
+        except Exception:
+            # One image (protected, refused) must not stop the others.
+            LOG.exception('OPIE: could not clean shelve snapshot %s',
+                          image['id'])
+            continue
+        LOG.info('OPIE: deleted shelve snapshot %s of instance %s, no '
+                 'longer in use', image['id'],
+                 image['properties']['instance_uuid'])
+        deleted.append(image['id'])
     return deleted
 
 
@@ -66,10 +70,12 @@ def _unused(image, project_id):
     """Whether no server is (or is being) shelved on ``image`` any more,
     for a server of another project than ``project_id``."""
     uuid = image['properties']['instance_uuid']
-    admin = nova_context.get_admin_context(read_deleted='yes')
+    admin = nova_context.get_admin_context()
     try:
         mapping = objects.InstanceMapping.get_by_instance_uuid(admin, uuid)
         with nova_context.target_cell(admin, mapping.cell_mapping) as cctxt:
+            # Not read_deleted: a deleted instance is not found, and its
+            # system metadata keys Nova removed stay removed.
             instance = objects.Instance.get_by_uuid(
                 cctxt, uuid, expected_attrs=['system_metadata'])
     except (exception.InstanceMappingNotFound, exception.InstanceNotFound):
@@ -77,8 +83,8 @@ def _unused(image, project_id):
     if instance.project_id == project_id:
         # The service project's own server: not a victim's snapshot.
         return False
-    if instance.deleted:
-        return True
-    return instance.task_state is None and not (
-        instance.vm_state in SHELVED
-        and instance.system_metadata.get('shelved_image_id') == image['id'])
+    # Nova drops shelved_image_id once an unshelve succeeds: until then
+    # the server needs the image, whatever its state says (an operator
+    # may have reset it).
+    return instance.task_state is None and \
+        instance.system_metadata.get('shelved_image_id') != image['id']

@@ -98,15 +98,38 @@ class Terminator:
             service_catalog=_v2_catalog(access.service_catalog.catalog),
             is_admin=True, overwrite=False)
 
+    def check_login(self):
+        """Log in as the service user now, or :class:`ConfigError`: with
+        credentials Keystone refuses, every shelve would fail after its
+        victim's room was given away."""
+        try:
+            self.service_context()
+        except Exception as exc:
+            raise opie_conf.ConfigError(
+                'the service user of [%s] cannot log in: %s'
+                % (self.service_auth[0], ' '.join(str(exc).split())[:200])) \
+                from None
+
+    def _shelve_context(self):
+        """The service user's context, or None (logged) if Keystone
+        refuses it now: the victim is then deleted, so its room frees."""
+        try:
+            return self.service_context()
+        except Exception:
+            LOG.exception('OPIE: the service user cannot log in; deleting '
+                          'the victim instead of shelving it')
+            return None
+
     def _terminate(self, uuid, preemption):
         try:
             mapping = objects.InstanceMapping.get_by_instance_uuid(
                 nova_context.get_admin_context(), uuid)
+            shelving = self.settings.termination_mode == opie_conf.SHELVE
+            context = (self._shelve_context() if shelving else None) or \
+                nova_context.get_admin_context()
             self._record_action(mapping.cell_mapping, uuid)
-            context = self.service_context()
             instance = self.compute_api.get(context, uuid)
-            if (self.settings.termination_mode == opie_conf.SHELVE
-                    and _shelvable(instance)):
+            if shelving and context.auth_token and _shelvable(instance):
                 # No clean shutdown: the room is already another server's,
                 # which must not start beside a guest still shutting down.
                 self.compute_api.shelve(context, instance,

@@ -51,3 +51,17 @@ def test_a_missing_hook_is_named(monkeypatch):
 
     assert 'has no nova.scheduler.client.report.SchedulerReportClient.' \
         'claim_resources' in compat.problem()
+
+
+def test_a_required_parameter_added_to_a_hook_is_named(monkeypatch):
+    from nova.scheduler import manager
+
+    def _get_all_host_states(self, context, spec_obj, provider_summaries,
+                             cells):
+        pass
+
+    monkeypatch.setattr(manager.SchedulerManager, '_get_all_host_states',
+                        _get_all_host_states)
+
+    assert 'changed SchedulerManager._get_all_host_states(context, ' \
+        'spec_obj, provider_summaries, cells)' in compat.problem()

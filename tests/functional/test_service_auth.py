@@ -1,10 +1,16 @@
 """Whose credentials the scheduler shelves victims with."""
+import types
+
+from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1.identity import generic
 from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import plugin
+from nova import test
 from oslo_config import cfg
 import pytest
 
 from opie.nova import conf as opie_conf
+from opie.nova import terminate
 
 PASSWORD = ('auth_type = password\nauth_url = http://keystone.test/v3\n'
             'username = %s\npassword = p\nproject_name = service\n'
@@ -57,3 +63,25 @@ def test_delete_mode_needs_none(tmp_path):
     conf = nova_conf(tmp_path, '[service_user]\n' + PASSWORD % 'nova')
 
     assert opie_conf.load_service_auth(conf) is None
+
+
+class Refused(plugin.BaseAuthPlugin):
+    """Credentials Keystone refuses."""
+
+    def get_access(self, session):
+        raise ks_exceptions.Unauthorized('The request you have made '
+                                         'requires authentication.')
+
+
+class Login(test.NoDBTestCase):
+    """Nova's test case: the terminator needs Nova's RPC set up."""
+
+    def test_a_service_user_keystone_refuses_stops_the_start(self):
+        terminator = terminate.Terminator(
+            types.SimpleNamespace(termination_mode=opie_conf.SHELVE),
+            ('service_user', Refused()))
+
+        self.assertRaisesRegex(
+            opie_conf.ConfigError, r'the service user of \[service_user\] '
+            'cannot log in: The request you have made requires',
+            terminator.check_login)

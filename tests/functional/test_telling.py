@@ -122,6 +122,54 @@ class Shelve(OneHost):
         self.assertEqual([image], self.clean_snapshots())
         self.assertEqual([], self.shelve_images())
 
+    def test_an_image_a_reset_server_still_points_at_is_kept(self):
+        self.boot('large', 'normal')
+        self.wait_for_terminations()
+        victim = self._wait_for_state_change(self.victims[0],
+                                             'SHELVED_OFFLOADED')
+        (image,) = self.shelve_images()
+        # An operator resets the server: it still needs its image.
+        self.admin_api.post_server_action(
+            victim['id'], {'os-resetState': {'state': 'error'}})
+
+        self.assertEqual([], self.clean_snapshots())
+        self.assertEqual([image], self.shelve_images())
+
+    def test_an_image_that_cannot_be_deleted_stops_no_other(self):
+        self.boot('large', 'normal')
+        self.wait_for_terminations()
+        self._wait_for_state_change(self.victims[0], 'SHELVED_OFFLOADED')
+        (image,) = self.shelve_images()
+        # A protected image of the same kind, listed first.
+        protected = dict(self.glance.images[image], id='protected-1')
+        self.glance.images = {'protected-1': protected,
+                              **self.glance.images}
+        self._delete_server(self.victims[0])
+        deleting = self.glance.delete
+
+        def delete(context, image_id):
+            if image_id == 'protected-1':
+                raise exception.ImageDeleteConflict(reason='protected')
+            return deleting(context, image_id)
+        self.stub_out('nova.image.glance.API.delete',
+                      lambda api, context, image_id: delete(context,
+                                                            image_id))
+
+        self.assertEqual([image], self.clean_snapshots())
+
+    def test_a_service_user_refused_later_still_frees_the_room(self):
+        def refused(auth, session):
+            raise exception.Unauthorized()
+        self.stub_out('opie.testing.harness.ServiceUser.get_access',
+                      refused)
+
+        self.boot('large', 'normal')
+        self.wait_for_terminations()
+
+        # Deleted instead of shelved: the normal server's room is real.
+        self._wait_until_deleted(self.victims[0])
+        self.assert_within_capacity()
+
     def test_the_snapshot_is_uploaded_with_the_service_users_token(self):
         # Only a context's auth_token travels over RPC to the compute,
         # whose Glance client uploads the snapshot with it.
