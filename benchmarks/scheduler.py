@@ -34,12 +34,10 @@ import nova.tests.functional  # noqa: F401 (monkey patching comes first)
 import argparse  # noqa: E402
 import copy  # noqa: E402
 import datetime  # noqa: E402
-import logging  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-import unittest  # noqa: E402
 
 import oslo_messaging as messaging  # noqa: E402
 from oslo_utils import timeutils  # noqa: E402
@@ -49,7 +47,6 @@ from nova.compute import api as compute_api  # noqa: E402
 from nova import context as nova_context  # noqa: E402
 from nova import exception  # noqa: E402
 from nova import objects  # noqa: E402
-from nova.scheduler.client import report as report_client  # noqa: E402,E501
 from nova.scheduler import filters  # noqa: E402
 from nova.scheduler import manager as nova_manager  # noqa: E402
 from nova.scheduler import weights  # noqa: E402
@@ -94,9 +91,10 @@ class CloudLatency(base.OpieCloud):
             enabled_filters=harness.NOVA_FILTERS + ['PreemptibleFilter'],
             group='filter_scheduler')
         self.safe = nova_manager.SchedulerManager()
-        self.specs = {kind: self.template_spec(kind)
-                      for kind in ('normal', 'preemptible')}
-        self.count_placement_calls()
+        self.specs = {kind: self.request_spec(
+            'medium', preemptible=kind == 'preemptible')
+            for kind in ('normal', 'preemptible')}
+        self.count_placement_calls(PLACEMENT_CALLS)
 
         results = self.empty()
         self.saturate()
@@ -107,31 +105,6 @@ class CloudLatency(base.OpieCloud):
         results['retry, saturated, normal (1 termination)'] = (
             self.saturated(lambda: self.retry('normal')))
         RESULTS['cloud'] = results
-
-    def count_placement_calls(self):
-        """Count the report client's requests (stock's and OPIE's alike:
-        one client) in ``PLACEMENT_CALLS``."""
-        for verb in ('get', 'post', 'put', 'delete'):
-            real = getattr(report_client.SchedulerReportClient, verb)
-
-            def counted(client, url, *args, _real=real, _verb=verb,
-                        **kwargs):
-                PLACEMENT_CALLS.append('%s %s' % (_verb.upper(),
-                                                  url.split('?')[0]))
-                return _real(client, url, *args, **kwargs)
-            self.stub_out('nova.scheduler.client.report.'
-                          'SchedulerReportClient.' + verb, counted)
-
-    def template_spec(self, kind):
-        server = self.boot('medium', 'template-' + kind,
-                           preemptible=kind == 'preemptible')
-        spec = objects.RequestSpec.get_by_instance_uuid(self.context,
-                                                        server['id'])
-        # What the conductor adds to a stored spec before scheduling.
-        spec.requested_resources = []
-        self._delete_server(server)
-        self._wait_until_deleted(server)
-        return spec
 
     def select(self, manager, kind, placed=True):
         """Time one select_destinations call; ``placed=False`` expects
@@ -308,7 +281,7 @@ class SyntheticHosts(base.OpieCloud):
         now = timeutils.utcnow()
         medium = res.Resources(2, 4000, 40)
 
-        def load(records):
+        def load(records, fresh=False):
             for r in records:
                 r.preemptibles = [core_host.Instance(
                     uuid='%s-%d' % (r.uuid, i), resources=medium,
@@ -345,15 +318,7 @@ def main():
     parser.add_argument('--synthetic-hosts', type=int, default=1000)
     parser.parse_args(namespace=ARGS)
     CloudLatency.HOSTS = tuple('host-%02d' % i for i in range(ARGS.hosts))
-    # Nova logs services stopping after each cloud is torn down.
-    logging.getLogger('nova').setLevel(logging.WARNING)
-
-    suite = unittest.TestSuite([CloudLatency(), SyntheticHosts()])
-    outcome = unittest.TextTestRunner(stream=open(os.devnull, 'w')).run(
-        suite)
-    for test, trace in outcome.errors + outcome.failures:
-        print('%s failed:\n%s' % (test.id(), trace), file=sys.stderr)
-    if not outcome.wasSuccessful():
+    if not base.run_quietly([CloudLatency(), SyntheticHosts()]):
         return 1
     report()
     return 0

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""``python3 tools/lab.py up|down|status|test|ci``: the OPIE lab on a fresh
-machine.
+"""``python3 tools/lab.py up|down|status|test|ci|storm``: the OPIE lab on a
+fresh machine.
 
 Needs only Python 3.11 (and root, the first time, for apt-get). Creates
 the lab's own venv (``.lab/venv``, or ``$OPIE_LAB_DIR/venv``) with OPIE and
 the OpenStack services, then runs ``opie-lab`` from it (see
 :mod:`opie.lab.cli`). ``test`` runs the integration tests against a lab
 that is up; ``ci`` brings the lab up, runs them and takes it down, and
-when this machine cannot run the lab says so loudly and passes.
+when this machine cannot run the lab says so loudly and passes. ``storm``
+runs the boot-storm benchmark (``benchmarks/storm.py``) on a lab that is
+up.
 """
 import os
 import pathlib
@@ -69,7 +71,7 @@ def ci(args):
 
 def main():
     if len(sys.argv) < 2:
-        sys.exit('usage: python3 tools/lab.py up|down|status|test|ci '
+        sys.exit('usage: python3 tools/lab.py up|down|status|test|ci|storm '
                  '[args]')
     command, args = sys.argv[1], sys.argv[2:]
     os.environ['OPIE_LAB_DIR'] = str(LAB)
@@ -84,6 +86,9 @@ def main():
         sys.exit(ci(args))
     if command == 'test':
         sys.exit(integration_tests(args))
+    if command == 'storm':
+        sys.exit(run([str(VENV / 'bin' / 'python'), 'benchmarks/storm.py']
+                     + args))
     sys.exit(opie_lab(command, *args))
 
 

@@ -9,10 +9,10 @@ and the one unit of the host token (``CUSTOM_OPIE_HOST``).
 """
 from opie.cmd import audit_conf
 from opie.cmd import cloud
-from opie.cmd import flavor_spec
-from opie.cmd import problems
+from opie.core import flavor_spec
 from opie.core import host
 from opie.core import preemptible as rc
+from opie.core import problems
 
 PROVIDER_CONFIG_FIX = (
     'on %s: opie-manage provider-config --config-file /etc/nova/nova.conf '
@@ -21,7 +21,8 @@ PROVIDER_CONFIG_FIX = (
 
 
 def check_flavors(flavors):
-    """Problems of a cloud's flavors (:class:`~flavor_spec.Flavor`)."""
+    """Problems of a cloud's flavors
+    (:class:`~opie.core.flavor_spec.Flavor`)."""
     found = []
     for flavor in flavors:
         found += flavor_spec.check(flavor)

@@ -22,9 +22,9 @@ import yaml
 
 from opie.cmd import inifile
 from opie.cmd import nova_conf
-from opie.cmd import problems
-from opie.cmd import provider_config
 from opie.core import preemptible as rc
+from opie.core import problems
+from opie.core import provider_config
 from opie.nova import compat
 from opie.nova import conf as opie_conf
 from opie.nova import heartbeat

@@ -17,7 +17,7 @@ from novaclient import exceptions as nova_exceptions
 
 from opie import clouds
 from opie.cmd import errors
-from opie.cmd import flavor_spec
+from opie.core import flavor_spec
 
 # 2.53: hypervisor ids are compute node (= resource provider) uuids;
 # 2.55: flavor descriptions; 2.61: extra specs in flavor listings.
@@ -43,7 +43,7 @@ class Cloud:
 
     def flavors(self):
         """Every flavor, public or private."""
-        return self.nova.flavors.list(is_public=None)
+        return _every(self.nova.flavors.list, is_public=None)
 
     def find_flavor(self, name_or_id):
         """The flavor with this id, else the one with this name, or
@@ -59,9 +59,9 @@ class Cloud:
                     len(named), name_or_id))
         return named[0] if named else None
 
-    def compute_nodes(self):
+    def compute_nodes(self, detailed=False):
         """Every compute node (hypervisor) of every cell."""
-        return self.nova.hypervisors.list(detailed=False)
+        return _every(self.nova.hypervisors.list, detailed=detailed)
 
     def inventories(self, provider_uuid):
         """{resource class: inventory} of a resource provider, or None if
@@ -72,6 +72,18 @@ class Cloud:
         except ks_exceptions.NotFound:
             return None
         return response.json()['inventories']
+
+
+def _every(list_page, **kwargs):
+    """Every item of a listing Nova pages (at most ``[api] max_limit``
+    items per answer, 1000 by default): pages asked for after the last
+    item of the one before, until one comes back empty."""
+    found = []
+    page = list_page(**kwargs)
+    while page:
+        found += page
+        page = list_page(marker=page[-1].id, **kwargs)
+    return found
 
 
 @contextlib.contextmanager
@@ -103,7 +115,7 @@ def connect(args):
 
 
 def flavor_of(flavor):
-    """A novaclient flavor as a :class:`~flavor_spec.Flavor`."""
+    """A novaclient flavor as a :class:`~opie.core.flavor_spec.Flavor`."""
     extra_specs = getattr(flavor, 'extra_specs', None)
     if extra_specs is None:
         extra_specs = flavor.get_keys()

@@ -17,7 +17,7 @@ devices) are refused.
 """
 from opie.cmd import arguments
 from opie.cmd import errors
-from opie.cmd import flavor_spec
+from opie.core import flavor_spec
 from opie.core import preemptible as rc
 
 

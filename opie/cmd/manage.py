@@ -1,15 +1,15 @@
 """``opie-manage``: operator commands.
 
 ``plan`` (below), ``flavor`` (:mod:`.flavors`), ``provider-config``
-(:mod:`.provider_config`), ``nova-conf`` (:mod:`.nova_conf_command`) and
-``audit`` (:mod:`.audit`). Bad input always ends with a one-line message
+(:mod:`.provider_config_command`), ``nova-conf``
+(:mod:`.nova_conf_command`), ``audit`` (:mod:`.audit`) and ``snapshot``
+(:mod:`.snapshot_command`). Bad input always ends with a one-line message
 naming the problem and exit code 2.
 
-``opie-manage plan`` is a dry run (:data:`PLAN_DESCRIPTION`; the snapshot
-format is :mod:`opie.core.snapshot`'s). A snapshot file is read with
-limits, since it may come from anywhere: numbers of at most
-:data:`MAX_DIGITS` digits, no NaN, nesting as deep as the JSON decoder
-goes.
+``opie-manage plan`` is a dry run (:data:`PLAN_DESCRIPTION`). The snapshot
+file is read by :func:`opie.core.snapshot.load`, with limits, since it may
+come from anywhere; whatever it holds, a problem is one line naming the
+file.
 """
 import argparse
 import json
@@ -22,21 +22,18 @@ from opie.cmd import audit
 from opie.cmd import errors
 from opie.cmd import flavors as flavor_cmd
 from opie.cmd import nova_conf_command
-from opie.cmd import provider_config
+from opie.cmd import provider_config_command
 from opie.cmd import snapshot_command
 from opie.core import costs
 from opie.core import resources as res
 from opie.core import scheduling
-from opie.core import snapshot as snapshot_mod
+from opie.core import snapshot
 from opie.core import victims as victims_mod
 
 EXIT_NO_HOST = 1
 # What a reader that went away (``| head``) makes opie-manage exit with.
 EXIT_BROKEN_PIPE = 1
 NON_NEGATIVE = arguments.whole_number(0)
-# No amount in a cloud has more digits; Python refuses to even read a
-# 4300-digit integer and float() overflows beyond 308.
-MAX_DIGITS = 18
 PLAN_DESCRIPTION = (
     'Dry run: given a JSON snapshot of the cloud (see the plan page of the '
     'operator guide) and a request, print where the request would go and '
@@ -100,53 +97,11 @@ def _request(args, flavors):
     return scheduling.Request(wanted, args.preemptible)
 
 
-def _bounded(kind):
-    """A JSON number parser refusing more than :data:`MAX_DIGITS` digits
-    (before the exponent) or magnitude."""
-    def parse(text):
-        digits = text.lstrip('-').lower().partition('e')[0]
-        # Counted before converting: int() refuses 4300 digits itself.
-        if (len(digits.replace('.', '').lstrip('0')) > MAX_DIGITS
-                or not abs(kind(text)) < 10 ** MAX_DIGITS):
-            raise ValueError('a number with more than %d digits: %s...'
-                             % (MAX_DIGITS, text[:MAX_DIGITS + 2]))
-        return kind(text)
-    return parse
-
-
-def _constant(name):
-    raise ValueError('%s is not a number JSON allows' % name)
-
-
-def load_snapshot(path):
-    """The snapshot at ``path``; every problem, whatever the file holds,
-    is a :class:`~errors.UsageError` naming the file."""
-    try:
-        with open(path, 'rb') as f:
-            raw = f.read()
-    except OSError as exc:
-        raise errors.UsageError('cannot read snapshot %s: %s' % (
-            path, exc.strerror or exc)) from None
-    try:
-        data = json.loads(raw.decode('utf-8'), parse_int=_bounded(int),
-                          parse_float=_bounded(float),
-                          parse_constant=_constant)
-        return snapshot_mod.parse(data)
-    except UnicodeDecodeError as exc:
-        problem = 'not UTF-8 text: %s at byte %d' % (exc.reason, exc.start)
-    except json.JSONDecodeError as exc:
-        problem = 'not valid JSON: %s (line %d, column %d)' % (
-            exc.msg, exc.lineno, exc.colno)
-    except RecursionError:
-        problem = 'nested too deeply'
-    except ValueError as exc:
-        # _bounded's and _constant's, and SnapshotError naming the field.
-        problem = str(exc)
-    raise errors.UsageError('snapshot %s: %s' % (path, problem))
-
-
 def plan_command(args):
-    snap = load_snapshot(args.snapshot)
+    try:
+        snap = snapshot.load(args.snapshot)
+    except snapshot.SnapshotError as exc:
+        raise errors.UsageError(str(exc)) from None
     request = _request(args, snap.flavors)
     try:
         model = costs.load_cost_model(args.cost, args.period_seconds)
@@ -220,7 +175,7 @@ def build_parser():
                                        metavar='COMMAND')
     _plan_parser(subparsers)
     flavor_cmd.register(subparsers)
-    provider_config.register(subparsers)
+    provider_config_command.register(subparsers)
     nova_conf_command.register(subparsers)
     audit.register(subparsers)
     snapshot_command.register(subparsers)

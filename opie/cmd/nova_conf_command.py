@@ -20,13 +20,15 @@ undoes it all, giving back the file as it was where it can. ``compute``
 sets ``[compute] provider_config_location``, the directory where
 ``opie-manage provider-config`` writes the provider config, and, in
 shelve mode, ``[DEFAULT] shelved_offload_time = 0``, so that a shelved
-victim frees its room at once. Values are checked against the option
-declarations before the file is touched. With ``--config-dir``, the values
-in force are read from the config file and the directory, as Nova reads
-them, and the changes go to OPIE's own file in the directory. Restart the
-service to apply.
+victim frees its room at once; ``compute --remove`` with the same
+options removes them where they still have those values. Values are
+checked against the option declarations before the file is touched.
+With ``--config-dir``, the values in force are read from the config file
+and the directory, as Nova reads them, and the changes go to OPIE's own
+file in the directory. Restart the service to apply.
 """
 import os
+import stat
 import sys
 
 from opie.cmd import errors
@@ -129,6 +131,10 @@ def register(subparsers):
     compute.add_argument('--termination-mode', dest='termination_mode',
                          metavar=SCHEDULER_OPTIONS['termination_mode'][0],
                          help="the scheduler's [opie] termination_mode")
+    compute.add_argument(
+        '--remove', action='store_true',
+        help='undo the same command without --remove: remove the options '
+        'it set, where they still have the values it set')
     compute.set_defaults(func=compute_command)
 
 
@@ -344,10 +350,16 @@ def _write(files, done, verb, nothing):
     """Write the target file if anything was ``done``, and say so."""
     path = files.target
     if done:
-        # A password in it: created readable by its owner only.
-        files_mod.write(path, files.ini.text,
-                        secret=bool(files.ini.get(OPIE, 'password')))
+        # A password in it: created readable by its owner only. An existing
+        # file keeps its mode (Nova must still read it), and is named if
+        # every user can read the password.
+        secret = bool(files.ini.get(OPIE, 'password'))
+        files_mod.write(path, files.ini.text, secret=secret)
         print('%s: %s %s' % (path, verb, ', '.join(done)))
+        if secret and os.stat(path).st_mode & stat.S_IROTH:
+            print('warning: %s holds [%s] password and every user can read '
+                  'it: make it readable by Nova only (chmod o-r)'
+                  % (path, OPIE), file=sys.stderr)
     else:
         print('%s: nothing to %s' % (path, nothing))
     return 0
@@ -380,6 +392,12 @@ def _remove(files):
             removed.append('[%s] %s' % (FILTER_SCHEDULER, option))
     if files.ini.remove_section(OPIE):
         removed.append('[%s]' % OPIE)
+    return _write_removed(files, removed)
+
+
+def _write_removed(files, removed):
+    """Write what ``removed`` left of the target file; OPIE's own file of
+    a --config-dir goes if left empty."""
     if (removed and files.target != files.inis[0][0]
             and not files.ini.text.strip()):
         try:
@@ -421,4 +439,25 @@ def compute_command(args):
             and _checked('termination_mode',
                          args.termination_mode) == opie_conf.SHELVE):
         settings.append((inifile.DEFAULT, 'shelved_offload_time', ['0']))
+    if args.remove:
+        return _remove_settings(_Files(args), settings)
     return _apply(_Files(args), settings)
+
+
+def _remove_settings(files, settings):
+    """Remove each (section, option, values) of ``settings`` from the
+    target file where it has those values; all or nothing: an option set
+    to anything else is the operator's, and nothing is written."""
+    removed = []
+    for section, option, values in settings:
+        found = files.ini.get(section, option)
+        if not found:
+            continue
+        if found != [inifile.escape(value) for value in values]:
+            raise errors.UsageError(
+                '%s: [%s] %s = %s is not what OPIE set (%s); nothing '
+                'removed' % (files.target, section, option,
+                             ','.join(found), ','.join(values)))
+        files.ini.set(section, option, [])
+        removed.append('[%s] %s' % (section, option))
+    return _write_removed(files, removed)

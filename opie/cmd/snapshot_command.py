@@ -13,7 +13,9 @@ Read through the APIs with admin credentials, as the scheduler sees it:
   allocation ratio; reserved vCPUs and disk are taken off the totals,
   reserved memory is kept as ``reserved_host_memory_mb``);
 * instances: every server on those hosts, with the flavor embedded in it
-  (so a deleted or edited flavor still counts as it was booted),
+  (so a deleted or edited flavor still counts as it was booted), taking
+  what Nova takes for it in Placement (``resources:`` overrides, no root
+  disk when volume-backed),
   preemptible by its ``opie:preemptible`` extra spec, launch time, lock
   and task state;
 * flavors: every flavor, plus the embedded flavors of running servers
@@ -50,10 +52,27 @@ def _resources(vcpus, memory_mb, root_gb, ephemeral_gb, swap_mb):
             'disk_gb': root_gb + ephemeral_gb + -(-swap_mb // 1024)}
 
 
-def _embedded(flavor):
-    """The resources of the flavor embedded in a server (API >= 2.47)."""
-    return _resources(flavor['vcpus'], flavor['ram'], flavor['disk'],
-                      flavor.get('ephemeral') or 0, flavor.get('swap') or 0)
+def _embedded(flavor, volume_backed):
+    """What a server's embedded flavor (API >= 2.47) takes from Placement,
+    as Nova counts it: no root disk for a volume-backed server, a
+    ``resources:`` extra spec in place of the size it overrides, standard
+    and preemptible classes summed (h_f)."""
+    sizes = _resources(flavor['vcpus'], flavor['ram'],
+                       0 if volume_backed else flavor['disk'],
+                       flavor.get('ephemeral') or 0, flavor.get('swap') or 0)
+    specs = flavor.get('extra_specs') or {}
+    return {size: _override(specs, standard, amount)
+            + _override(specs, custom, 0)
+            for (size, amount), standard, custom in zip(
+                sizes.items(), rc.STANDARD, rc.CUSTOM)}
+
+
+def _override(specs, resource_class, default):
+    try:
+        return int(specs.get(rc.resources_key(resource_class), default))
+    except ValueError:
+        # Nova boots no server of such a flavor.
+        return default
 
 
 def _host(node, inventories):
@@ -72,16 +91,18 @@ def _host(node, inventories):
             'instances': []}
 
 
-def _flavor_name(embedded, flavors):
-    """The snapshot flavor of a server's embedded flavor: its name, or
-    the name with ``@N`` when a flavor of that name now differs."""
-    wanted = _embedded(embedded)
-    name = embedded['original_name']
+def _flavor_name(wanted, name, flavors):
+    """The snapshot flavor of a server's embedded flavor of ``name``
+    taking ``wanted``: that name, or the name with ``@N`` when a flavor
+    of that name takes something else (it changed, or the server is
+    volume-backed)."""
     same = [key for key, value in flavors.items() if value == wanted
             and (key == name or key.startswith(name + '@'))]
     if same:
         return same[0]
-    key = name if name not in flavors else '%s@%d' % (name, len(flavors))
+    key, n = name, 1
+    while key in flavors:
+        key, n = '%s@%d' % (name, n), n + 1
     flavors[key] = wanted
     return key
 
@@ -89,8 +110,11 @@ def _flavor_name(embedded, flavors):
 def _instance(server, flavors):
     embedded = server.flavor
     attrs = server.to_dict()
+    # The API shows a volume-backed server's image as "".
+    wanted = _embedded(embedded, volume_backed=not attrs.get('image'))
     out = {'uuid': server.id, 'name': server.name,
-           'flavor': _flavor_name(embedded, flavors),
+           'flavor': _flavor_name(wanted, embedded['original_name'],
+                                  flavors),
            'preemptible': rc.is_preemptible(embedded.get('extra_specs', {})),
            'launched_at': _iso(attrs.get('OS-SRV-USG:launched_at')
                                or attrs.get('created'))}
@@ -118,7 +142,7 @@ def take(conn, now=None):
         flavors[f.name] = _resources(f.vcpus, f.memory_mb, f.root_gb,
                                      f.ephemeral_gb, f.swap_mb)
     hosts = {}
-    for node in conn.nova.hypervisors.list(detailed=True):
+    for node in conn.compute_nodes(detailed=True):
         if node.status != 'enabled' or node.state != 'up':
             continue
         hosts[node.hypervisor_hostname] = _host(

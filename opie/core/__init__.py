@@ -4,6 +4,11 @@ Everything that decides *where* a request goes and *which* preemptible
 instances die for it lives here, with no import of Nova: resource vectors
 (:mod:`.resources`), the two host states h_f and h_n (:mod:`.host`), the
 cost plugins (:mod:`.costs`), exact victim selection (:mod:`.victims`) and
-one scheduling decision end to end (:mod:`.scheduling`). The Nova plugin and
-``opie-manage plan`` are thin layers over it.
+one scheduling decision end to end (:mod:`.scheduling`). So does the model
+the tools share: the preemptible contract (:mod:`.preemptible`), what a
+preemptible flavor's extra specs must be (:mod:`.flavor_spec`), the
+compute's provider config (:mod:`.provider_config`), cloud snapshots
+(:mod:`.snapshot`) and the problems checks report (:mod:`.problems`). The
+Nova plugin, ``opie-manage`` and ``opie-bot`` are thin layers over it;
+nothing here imports them (``tests/unit/test_layout.py``).
 """

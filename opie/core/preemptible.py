@@ -5,7 +5,9 @@ Placement for nothing of the standard classes and as much of the
 ``CUSTOM_PREEMPTIBLE_*`` classes instead; every compute node has inventory
 of those classes. The scheduler plugin, ``opie-bot`` and ``opie-manage``
 (``flavor``, ``provider-config``, ``audit``) all read, build or check this
-contract, so its names live here, away from Nova.
+contract, so its names live here, away from Nova; the extra specs it asks
+of a flavor are :mod:`.flavor_spec`'s, the inventory it asks of a compute
+:mod:`.provider_config`'s.
 """
 from opie.core import resources as res
 

@@ -16,6 +16,8 @@ Optional per instance: ``name`` (shown in tables and used in tie-breaks),
 ``locked`` and ``task_state`` (a locked instance or one with a task in
 progress is never a victim). Every problem is reported as a
 :class:`SnapshotError` whose message names the offending field.
+:func:`load` is the one reader of snapshot files; it refuses what a
+hostile file may hold before :func:`parse` validates the fields.
 """
 import dataclasses
 import datetime
@@ -28,6 +30,11 @@ from opie.core import resources as res
 
 RATIOS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
           'disk_allocation_ratio')
+# No amount in a cloud has more digits; Python refuses to even read a
+# 4300-digit integer and float() overflows beyond 308.
+MAX_DIGITS = 18
+# A snapshot of 1000 hosts with 20 instances each is about 5 MB.
+MAX_BYTES = 256 * 2 ** 20
 
 
 class SnapshotError(ValueError):
@@ -42,18 +49,56 @@ class Snapshot:
 
 
 def load(path):
-    """Read and validate a snapshot file."""
+    """Read and validate a snapshot file.
+
+    The file may come from anywhere, so it is read with limits: numbers of
+    at most :data:`MAX_DIGITS` digits, no NaN or Infinity, nesting as deep
+    as the JSON decoder goes. Every problem, whatever the file holds, is a
+    :class:`SnapshotError` naming the file.
+    """
     try:
-        with open(path, encoding='utf-8') as f:
-            data = json.load(f)
+        with open(path, 'rb') as f:
+            raw = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise SnapshotError('cannot read snapshot %s: %s'
                             % (path, exc.strerror or exc)) from None
+    if len(raw) > MAX_BYTES:
+        raise SnapshotError('snapshot %s: larger than %d bytes'
+                            % (path, MAX_BYTES))
+    try:
+        data = json.loads(raw.decode('utf-8'), parse_int=_bounded(int),
+                          parse_float=_bounded(float),
+                          parse_constant=_constant)
+        return parse(data)
+    except UnicodeDecodeError as exc:
+        problem = 'not UTF-8 text: %s at byte %d' % (exc.reason, exc.start)
     except json.JSONDecodeError as exc:
-        raise SnapshotError('snapshot %s is not valid JSON: %s (line %d, '
-                            'column %d)' % (path, exc.msg, exc.lineno,
-                                            exc.colno)) from None
-    return parse(data)
+        problem = 'not valid JSON: %s (line %d, column %d)' % (
+            exc.msg, exc.lineno, exc.colno)
+    except RecursionError:
+        problem = 'nested too deeply'
+    except ValueError as exc:
+        # _bounded's and _constant's, and parse's naming the field.
+        problem = str(exc)
+    raise SnapshotError('snapshot %s: %s' % (path, problem))
+
+
+def _bounded(kind):
+    """A JSON number parser refusing more than :data:`MAX_DIGITS` digits
+    (before the exponent) or magnitude."""
+    def parse_number(text):
+        digits = text.lstrip('-').lower().partition('e')[0]
+        # Counted before converting: int() refuses 4300 digits itself.
+        if (len(digits.replace('.', '').lstrip('0')) > MAX_DIGITS
+                or not abs(kind(text)) < 10 ** MAX_DIGITS):
+            raise ValueError('a number with more than %d digits: %s...'
+                             % (MAX_DIGITS, text[:MAX_DIGITS + 2]))
+        return kind(text)
+    return parse_number
+
+
+def _constant(name):
+    raise ValueError('%s is not a number JSON allows' % name)
 
 
 def parse(data):

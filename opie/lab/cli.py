@@ -26,6 +26,7 @@ EXIT_UNAVAILABLE = 3
 API_SERVICES = ('placement', 'glance', 'neutron', 'nova-api')
 CONFIG_DIRS = {'keystone': 'KEYSTONE', 'placement': 'PLACEMENT',
                'glance': 'GLANCE', 'neutron': 'NEUTRON', 'nova-api': 'NOVA'}
+SCHEDULER_BINARIES = ('opie-scheduler', 'nova-scheduler')
 
 
 def _bin(name):
@@ -175,15 +176,17 @@ def _sync_databases(lab):
             done.result()
 
 
-def start_schedulers(lab, *extra):
+def start_schedulers(lab, *extra, binary='opie-scheduler'):
     """Start every scheduler, reading the config files ``extra`` last (a
-    test's own ``[opie]`` settings); {name: pid}."""
+    test's own ``[opie]`` settings); {name: pid}. ``binary`` may be
+    ``nova-scheduler``, Nova's stock scheduler run the same way (a
+    benchmark's baseline)."""
     nova_conf = lab.etc / 'nova' / 'nova.conf'
     procs = {}
     for index in range(1, settings.SCHEDULERS + 1):
         # More controllers: the same nova.conf, a host name of their own.
-        name = 'opie-scheduler' + ('-%d' % index if index > 1 else '')
-        argv = [_bin('opie-scheduler'), '--config-file', nova_conf]
+        name = binary + ('-%d' % index if index > 1 else '')
+        argv = [_bin(binary), '--config-file', nova_conf]
         if index > 1:
             argv += ['--config-file', configs.scheduler_conf(lab, index)]
         for path in extra:
@@ -192,13 +195,13 @@ def start_schedulers(lab, *extra):
     return procs
 
 
-def restart_schedulers(lab, *extra):
-    """Stop the schedulers and start them again with ``extra`` (see
-    :func:`start_schedulers`)."""
+def restart_schedulers(lab, *extra, binary='opie-scheduler'):
+    """Stop the schedulers, OPIE's or Nova's, and start ``binary`` with
+    ``extra`` (see :func:`start_schedulers`)."""
     running = process.recorded(lab)
     process.stop(lab, {name: pid for name, pid in running.items()
-                       if name.startswith('opie-scheduler')})
-    return start_schedulers(lab, *extra)
+                       if name.startswith(SCHEDULER_BINARIES)})
+    return start_schedulers(lab, *extra, binary=binary)
 
 
 def _start_nova(lab, conn):

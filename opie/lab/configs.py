@@ -154,7 +154,7 @@ def nova(lab):
         'database': {'connection': lab.db_url('nova')},
         'wsgi': {'api_paste_config': lab.etc / 'nova' / PASTE['nova']},
         'keystone_authtoken': authtoken(lab, 'nova'),
-        'scheduler': {'workers': 2,
+        'scheduler': {'workers': settings.SCHEDULER_WORKERS,
                       'discover_hosts_in_cells_interval': -1},
         'conductor': {'workers': 1},
         # Unified limits, so the operator can cap the preemptible classes

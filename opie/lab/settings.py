@@ -24,9 +24,10 @@ PORTS = {
 TENANTS = ('alpha', 'beta')
 SERVICE_USERS = ('nova', 'placement', 'glance', 'neutron')
 DEFAULT_COMPUTES = 4
-# opie-scheduler services, as on that many controllers; each has
-# [scheduler] workers = 2.
+# opie-scheduler services, as on that many controllers, each with
+# [scheduler] workers = SCHEDULER_WORKERS.
 SCHEDULERS = 2
+SCHEDULER_WORKERS = 2
 # Each compute: 4 vCPU (allocation ratio 1), 8 GB, 40 GB of disk.
 COMPUTE_SIZE = (4, 8192, 40)
 

@@ -13,8 +13,11 @@ host has none (a rebuild, or the stock scheduler calling OPIE's filter) its
 HostState stands in: the compute's resource tracker counts every instance,
 so it is h_f.
 
-Preemptible instances themselves are read only for hosts that may have to
-give some up, with one database query per cell for all of those hosts.
+Preemptible instances themselves are needed only for hosts that may have
+to give some up. The scheduler process keeps them between requests
+(:mod:`.instance_cache`); a request reads, with one database query per
+cell, what changed since the last one, and the hosts no request needed
+before.
 
 A victim taken by any scheduler worker (:mod:`.claim`) holds no
 allocations until it is terminated, which happens in the background: it is
@@ -244,59 +247,102 @@ def record_from_host_state(host_state):
 
 
 class InstanceLoader:
-    """Loads the instances of many hosts with one query per cell."""
+    """Loads the instances of many hosts with one query per cell, or
+    through a scheduler process's :class:`~.instance_cache.InstanceCache`
+    (one query per cell for what changed)."""
 
-    def __init__(self, context, cells, placement_client):
+    def __init__(self, context, cells, placement_client, cache=None):
         self.context = context
         self.cells = cells          # cell uuid -> CellMapping
         self.placement_client = placement_client
+        self.cache = cache
 
-    def __call__(self, records):
+    def __call__(self, records, fresh=False):
         """Set ``preemptibles`` of every record (a list of HostRecords) to
-        its candidates: eligible and not claimed."""
-        self.load(records)
-        for record in records:
-            self._drop_claimed(record)
+        its candidates: eligible and not claimed; read from the database,
+        not the cache, if ``fresh``."""
+        for record, listed in self.load(records, fresh):
+            self._drop_claimed(record, listed)
 
-    def load(self, records):
+    def load(self, records, fresh=False):
         """Set ``preemptibles`` of every record to its eligible preemptible
-        instances, claimed or not."""
+        instances, claimed or not; (record, what all its preemptible
+        instances, eligible or not, take) for each."""
+        listed = []
         by_cell = collections.defaultdict(list)
         for record in records:
-            record.preemptibles = []
             by_cell[record.cell_uuid].append(record)
         for cell_uuid, cell_records in by_cell.items():
-            by_node = {(r.host, r.nodename): r for r in cell_records}
-            for instance in self._instances(cell_uuid, by_node):
-                record = by_node.get((instance.host, instance.node))
-                if record is None or not is_preemptible(instance.flavor):
-                    continue
-                candidate = core_instance(instance)
+            nodes = [(r.host, r.nodename) for r in cell_records]
+            if self.cache is None:
+                found = self._read_nodes(cell_uuid, nodes)
+            else:
+                found = self.cache.preemptibles(
+                    self._read, cell_uuid, nodes, nodes if fresh else ())
+            for record, node in zip(cell_records, nodes):
                 # What Placement still counts for an ineligible one (being
                 # deleted, say) stays in h_f through HostRecord.core_host.
-                if candidate.eligible:
-                    record.preemptibles.append(candidate)
+                record.preemptibles = [i for i in found[node] if i.eligible]
+                listed.append((record, res.total(i.resources
+                                                 for i in found[node])))
+        return listed
 
-    def _drop_claimed(self, record):
-        # Only claimed instances make the listed exceed Placement's count;
-        # where they do not, a claimed one among the listed is at worst
-        # chosen, found holding nothing when its write is prepared, and the
-        # host read again (see the manager's ClaimingClient).
-        listed = res.total(i.resources for i in record.preemptibles)
+    def _drop_claimed(self, record, listed):
+        # Only instances holding nothing (claimed victims, and rows the
+        # cache keeps of instances whose rows were archived) make the
+        # listed exceed Placement's count; where they do not, such a one
+        # among the listed is at worst chosen, found holding nothing when
+        # its write is prepared, and the host read again (see the
+        # manager's ClaimingClient).
         if record.preemptible_used.covers(listed):
             return
         held = holders(self.placement_client, self.context, record.uuid)
         record.preemptibles = [i for i in record.preemptibles
                                if i.uuid in held]
 
-    def _instances(self, cell_uuid, by_node):
+    def not_victims(self, record, uuids):
+        """Those of ``uuids`` that the cell database, read now, says are no
+        eligible preemptible instance on ``record``'s node: the cache
+        chooses victims, the database has the last word."""
+        with self._cell(record.cell_uuid) as cctxt:
+            found = objects.InstanceList.get_by_filters(
+                cctxt, {'uuid': list(uuids), 'deleted': False},
+                expected_attrs=['flavor'])
+        still = {i.uuid for i in found
+                 if (i.host, i.node) == (record.host, record.nodename)
+                 and is_preemptible(i.flavor) and core_instance(i).eligible}
+        return set(uuids) - still
+
+    def _cell(self, cell_uuid):
         cell = self.cells.get(cell_uuid) or objects.CellMapping.get_by_uuid(
             self.context, cell_uuid)
-        hosts = sorted({host for host, _ in by_node})
-        with nova_context.target_cell(self.context, cell) as cctxt:
-            return objects.InstanceList.get_by_filters(
-                cctxt, {'host': hosts, 'deleted': False},
-                expected_attrs=['flavor'])
+        return nova_context.target_cell(self.context, cell)
+
+    def _read_nodes(self, cell_uuid, nodes):
+        found = {node: [] for node in nodes}
+        for host, node, _, _, instance in self._read(
+                cell_uuid, hosts=sorted({host for host, _ in nodes})):
+            if instance is not None and (host, node) in found:
+                found[(host, node)].append(instance)
+        return found
+
+    def _read(self, cell_uuid, hosts=None, since=None):
+        """The cell's instances on ``hosts``, or changed since ``since``
+        (deleted ones too), as (host, node, uuid, deleted, core Instance
+        or None when not preemptible)."""
+        with self._cell(cell_uuid) as cctxt:
+            if since is None:
+                found = objects.InstanceList.get_by_filters(
+                    cctxt, {'host': hosts, 'deleted': False},
+                    expected_attrs=['flavor'])
+            else:
+                found = objects.InstanceList.get_by_filters(
+                    cctxt.elevated(read_deleted='yes'),
+                    {'changes-since': since}, expected_attrs=['flavor'])
+        return [(i.host, i.node, i.uuid, i.deleted,
+                 None if i.deleted or not is_preemptible(i.flavor)
+                 else core_instance(i))
+                for i in found]
 
 
 def fits_host_state(host_state, spec_obj):

@@ -11,11 +11,15 @@ host would lose. Then, phase by phase:
   each is at most as new as the usage the request will decide on;
 * **filter and score**: hosts where the request fits h_f, or where the
   cheapest sufficient victim set covers the shortfall, ranked by what
-  would be terminated;
+  would be terminated; the preemptibles of the hosts the request does not
+  fit come from the process's cache (:mod:`.instance_cache`), brought up
+  to date with one query per cell;
 * **reserve**: as Nova claims the best host for each instance, OPIE makes
   that claim one compare-and-swap on the host (:mod:`.claim`): the
   instance's allocations, its victims emptied, and the host token at the
-  generation the decision was made on. A refused write means another
+  generation the decision was made on. Each victim's row is read again
+  first: the cache chose it, the database must still have it as an
+  eligible preemptible on that node. A refused write means another
   writer changed the host: it is read again (token, then usage and
   preemptibles), the choice is made anew and written again; when the host
   can no longer make room, Nova goes on to the next host, and the request
@@ -60,6 +64,7 @@ from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import heartbeat
 from opie.nova import hoststate
+from opie.nova import instance_cache
 from opie.nova import lease
 from opie.nova import metrics
 from opie.nova import notify
@@ -89,6 +94,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
         if self.terminator.service_auth is not None:
             self.terminator.check_login()
         self.tokens = token.Generations()
+        self.instances = instance_cache.InstanceCache()
         super().__init__(*args, **kwargs)
         self.reconciler = reconciler.Reconciler(
             self.settings, self.host_manager, self.placement_client,
@@ -125,7 +131,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
         plan = plan_mod.Plan(
             elevated, hoststate.request_of(spec_obj), self.settings,
             load_instances=hoststate.InstanceLoader(
-                elevated, self.host_manager.cells, self.placement_client),
+                elevated, self.host_manager.cells, self.placement_client,
+                self.instances),
             operation=lambda: operations.operation(elevated, spec_obj),
             now=timeutils.utcnow(), generations=_GENERATIONS.get())
         with plan_mod.activated(plan):
@@ -365,10 +372,13 @@ class ClaimingClient:
 
     def _read_victims(self, plan, context, record, victims):
         """Each victim as Placement holds it on this host, or None (the
-        host is to be read again) if one holds nothing here."""
+        host is to be read again) if one holds nothing here, or the
+        database no longer has it as an eligible preemptible there."""
+        gone = plan.not_victims(record, victims) if victims else set()
         claims = []
         for victim in victims:
-            claimed = claim.read_victim(self._client, context, victim.uuid)
+            claimed = None if victim.uuid in gone else claim.read_victim(
+                self._client, context, victim.uuid)
             if claimed is None or not hoststate.holds(claimed, record,
                                                       victim.resources):
                 plan.not_a_victim(record, victim.uuid)

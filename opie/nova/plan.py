@@ -59,8 +59,11 @@ class Plan:
     :param context: the (admin) RequestContext of the request
     :param request: the core Request
     :param settings: :class:`opie.nova.conf.Settings`
-    :param load_instances: callable filling ``preemptibles`` of a list of
-        HostRecords (one batch)
+    :param load_instances: a :class:`~.hoststate.InstanceLoader`, or
+        alike: called to fill ``preemptibles`` of a list of HostRecords
+        (one batch; ``fresh=True`` to read past its cache), and asked
+        which victims the database no longer has as such
+        (``not_victims``)
     :param operation: callable telling (once, when first needed) which
         operation the request is for (:func:`.operations.operation`):
         normal boots may preempt, moves if ``[opie] preempt_on_move``
@@ -92,6 +95,9 @@ class Plan:
         # Instances never to choose again in this request: taken by it, or
         # found holding nothing on their host.
         self._not_victims = set()
+        # Hosts where a victim chosen from the kept instances was found
+        # stale: read in full on their next refresh.
+        self._stale_lists = set()
         self.preemptions = []       # Preemption, to terminate at the end
 
     # hosts ---------------------------------------------------------------
@@ -205,10 +211,17 @@ class Plan:
             self.preempted(record, instance_uuid, victims, cost)
             self._changed(record, budget_spent=True)
 
+    def not_victims(self, record, victims):
+        """The uuids of ``victims`` the database says are no eligible
+        preemptible instance on ``record`` now."""
+        return self._load_instances.not_victims(
+            record, [victim.uuid for victim in victims])
+
     def not_a_victim(self, record, uuid):
         """``uuid`` holds nothing on the host (another writer or its owner
         moved it): never choose it again in this request."""
         self._not_victims.add(uuid)
+        self._stale_lists.add(record.uuid)
         self.stale(record)
 
     def stale(self, record):
@@ -219,10 +232,13 @@ class Plan:
 
     def refresh(self, record, generation, usages):
         """``record`` as Placement counts it now: ``usages`` read after
-        the token's ``generation``; its preemptibles listed again."""
+        the token's ``generation``; its preemptibles listed again (read in
+        full where one chosen was found stale)."""
         record.generation = generation
         record.apply_usage(usages)
-        self._load_instances([record])
+        fresh = record.uuid in self._stale_lists
+        self._stale_lists.discard(record.uuid)
+        self._load_instances([record], fresh=fresh)
         record.preemptibles = [i for i in record.preemptibles
                                if i.uuid not in self._not_victims]
         self._changed(record)

@@ -32,7 +32,7 @@ import yaml
 from nova.tests.functional import integrated_helpers
 from nova.virt import fake
 
-from opie.cmd import provider_config
+from opie.core import provider_config
 from opie.core import resources as res
 from opie.nova import conf as opie_conf
 
@@ -49,6 +49,10 @@ NOVA_FILTERS = ['ComputeFilter', 'ComputeCapabilitiesFilter',
 class PaperDriver(fake.FakeDriver):
     """A compute of the paper's testbed (Table 1), with room for disk."""
     vcpus, memory_mb, local_gb = CAPACITY
+
+    @classmethod
+    def capacity(cls):
+        return res.Resources(cls.vcpus, cls.memory_mb, cls.local_gb)
 
 
 class ServiceUser(plugin.BaseAuthPlugin):
@@ -88,8 +92,8 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
             sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
         self.flags(instances=-1, cores=-1, ram=-1, group='quota')
         config_dir = self.useFixture(fixtures.TempDir()).path
-        document = provider_config.build(CAPACITY, (1.0, 1.0, 1.0),
-                                         (0, 0, 0))
+        document = provider_config.build(self.DRIVER.capacity(),
+                                         (1.0, 1.0, 1.0), (0, 0, 0))
         with open(os.path.join(config_dir, 'opie.yaml'), 'w') as f:
             yaml.safe_dump(document, f)
         self.flags(provider_config_location=config_dir, group='compute')

@@ -13,6 +13,10 @@
   Placement's handling of the write (:meth:`OpieCloud.inside_write`).
 """
 import contextlib
+import logging
+import os
+import sys
+import unittest
 
 import datetime
 
@@ -22,10 +26,11 @@ from oslo_utils import timeutils
 
 from nova import context as nova_context
 from nova import objects
+from nova.scheduler.client import report
 from nova.scheduler import rpcapi
 from placement.handlers import allocation as placement_allocation
 
-from opie.cmd import flavor_spec
+from opie.core import flavor_spec
 from opie.core import preemptible
 from opie.nova import claim
 from opie.nova import manager as opie_manager
@@ -150,6 +155,31 @@ class OpieCloud(harness.OpieHarness):
             self.normal_servers.add(server['id'])
         return server
 
+    def request_spec(self, size, preemptible=False):
+        """The RequestSpec the conductor sends for a ``size`` server (one
+        is booted and deleted to make it)."""
+        server = self.boot(size, 'template', preemptible=preemptible)
+        spec = objects.RequestSpec.get_by_instance_uuid(
+            nova_context.get_admin_context(), server['id'])
+        # What the conductor adds to a stored spec before scheduling.
+        spec.requested_resources = []
+        self._delete_server(server)
+        self._wait_until_deleted(server)
+        return spec
+
+    def count_placement_calls(self, calls):
+        """Append each request of Nova's report client (every scheduler
+        manager's) to ``calls``, as ``VERB /path``."""
+        for verb in ('get', 'post', 'put', 'delete'):
+            real = getattr(report.SchedulerReportClient, verb)
+
+            def counted(client, url, *args, _real=real, _verb=verb,
+                        **kwargs):
+                calls.append('%s %s' % (_verb.upper(), url.split('?')[0]))
+                return _real(client, url, *args, **kwargs)
+            self.stub_out('nova.scheduler.client.report.'
+                          'SchedulerReportClient.' + verb, counted)
+
     def set_launched_at(self, uuid, minutes_ago):
         ctxt = nova_context.get_admin_context()
         mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, uuid)
@@ -209,3 +239,16 @@ class OpieCloud(harness.OpieHarness):
     def preempt_notifications(self):
         return [message for _, message, _, _ in test_notifier.NOTIFICATIONS
                 if message['event_type'] == 'opie.preempt']
+
+
+def run_quietly(tests):
+    """Run ``tests`` (clouds a benchmark measures in) outside pytest, with
+    Nova's logs quiet; whether all passed, failures on standard error."""
+    # Nova logs services stopping after each cloud is torn down.
+    logging.getLogger('nova').setLevel(logging.WARNING)
+    with open(os.devnull, 'w') as devnull:
+        outcome = unittest.TextTestRunner(stream=devnull).run(
+            unittest.TestSuite(tests))
+    for test, trace in outcome.errors + outcome.failures:
+        print('%s failed:\n%s' % (test.id(), trace), file=sys.stderr)
+    return outcome.wasSuccessful()

@@ -144,6 +144,17 @@ class CorrectCloud(AuditCloud):
             'cloud: %d flavors (3 preemptible), 2 compute nodes\n'
             % (self.config_dir, len(flavors)), out)
 
+    def test_audit_reads_every_page(self):
+        flavors = self.api.api_get('/flavors?is_public=None').body['flavors']
+        # Nova answers at most one flavor or compute node per request.
+        self.flags(max_limit=1, group='api')
+
+        code, out, err = self.audit('--cloud')
+
+        self.assertEqual(0, code)
+        self.assertIn('cloud: %d flavors (3 preemptible), 2 compute nodes\n'
+                      % len(flavors), out)
+
     def test_created_twin_passes_the_audit_and_boots(self):
         code, out, _ = self.opie_manage('flavor', 'create-preemptible',
                                         'large', '--name', 'spot.large')

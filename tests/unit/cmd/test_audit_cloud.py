@@ -3,7 +3,7 @@
 import pytest
 
 from opie.cmd import audit_cloud
-from opie.cmd import flavor_spec
+from opie.core import flavor_spec
 from opie.core import host
 
 NORMAL = flavor_spec.Flavor('m1.small', 1, 2048, 20)

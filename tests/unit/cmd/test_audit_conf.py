@@ -12,7 +12,7 @@ import yaml
 from opie.cmd import audit_conf
 from opie.cmd import manage
 from opie.cmd import nova_conf
-from opie.cmd import provider_config
+from opie.core import provider_config
 from opie.core import resources as res
 from opie.nova import conf as opie_conf
 from opie.nova import heartbeat

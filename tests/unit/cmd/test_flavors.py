@@ -2,8 +2,8 @@
 import pytest
 
 from opie.cmd import errors
-from opie.cmd import flavor_spec
 from opie.cmd import flavors
+from opie.core import flavor_spec
 
 
 def test_twin_keeps_the_normal_specs_and_overrides_its_resources():

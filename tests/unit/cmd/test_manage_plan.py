@@ -122,29 +122,15 @@ def _attack(tmp_path, capsys, content, *args):
     return rc, out, err, path
 
 
-@pytest.mark.parametrize('content, message', [
-    (_snapshot_text().replace('"vcpus": 8', '"vcpus": 1%s' % ('0' * 400),
-                              1), 'a number with more than'),
-    (_snapshot_text().replace('"vcpus": 8', '"vcpus": 1%s' % ('0' * 5000),
-                              1), 'a number with more than'),
-    (_snapshot_text().replace('"vcpus": 8', '"vcpus": 1e400', 1),
-     'a number with more than'),
-    (_snapshot_text().replace('"vcpus": 8', '"vcpus": Infinity', 1),
-     'Infinity is not a number JSON allows'),
-    (_snapshot_text().replace('"vcpus": 8', '"vcpus": NaN', 1),
-     'NaN is not a number JSON allows'),
-    ('[' * 100000 + ']' * 100000, 'nested too deeply'),
-    (_snapshot_text().replace('host-A', 'h\u00f4te-A').encode('latin-1'),
-     'not UTF-8 text'),
-])
-def test_hostile_snapshots_exit_2_with_one_line(tmp_path, capsys, content,
-                                                message):
-    rc, _, err, path = _attack(tmp_path, capsys, content)
+def test_a_hostile_snapshot_exits_2_with_one_line(tmp_path, capsys):
+    """What :func:`opie.core.snapshot.load` refuses (tests/unit/core/
+    test_snapshot.py) ends as one line naming the file."""
+    rc, _, err, path = _attack(tmp_path, capsys, _snapshot_text().replace(
+        '"vcpus": 8', '"vcpus": 1%s' % ('0' * 400), 1))
 
     assert rc == 2
-    [line] = err.splitlines()
-    assert line.startswith('opie-manage plan: error: snapshot %s' % path)
-    assert message in line
+    assert err == ('opie-manage plan: error: snapshot %s: a number with '
+                   'more than 18 digits: 1%s...\n' % (path, '0' * 19))
 
 
 @pytest.mark.parametrize('value', ['nan', 'inf', '-inf'])

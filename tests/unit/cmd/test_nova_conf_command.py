@@ -429,6 +429,44 @@ def test_remove_refuses_settings(capsys, conf_path):
     assert '--remove takes no [opie] option' in err
 
 
+@pytest.mark.parametrize('mode', [[], ['--termination-mode', 'shelve']])
+@pytest.mark.parametrize('original', ['', '[DEFAULT]\ndebug = True\n',
+                                      ROUND_TRIP,
+                                      ROUND_TRIP.replace('\n', '\r\n')])
+def test_compute_remove_undoes_compute_byte_for_byte(capsys, conf_path,
+                                                     original, mode):
+    conf_path.write_bytes(original.encode())
+    args = ['compute', '--config-file', conf_path,
+            '--provider-config-dir', '/etc/nova/provider_config'] + mode
+    _run(capsys, *args)
+    assert conf_path.read_bytes() != original.encode()
+
+    rc, out, _ = _run(capsys, *args, '--remove')
+
+    assert rc == 0
+    assert out.startswith('%s: removed [' % conf_path)
+    assert conf_path.read_bytes() == original.encode()
+    assert _run(capsys, *args, '--remove')[1] == (
+        '%s: nothing to remove\n' % conf_path)
+
+
+def test_compute_remove_leaves_the_operators_values(capsys, conf_path):
+    text = ('[DEFAULT]\nshelved_offload_time = 0\n\n'
+            '[compute]\nprovider_config_location = /srv/mine\n')
+    conf_path.write_text(text)
+
+    rc, _, err = _run(capsys, 'compute', '--config-file', conf_path,
+                      '--provider-config-dir', '/etc/nova/provider_config',
+                      '--termination-mode', 'shelve', '--remove')
+
+    assert rc == 2
+    assert err == (
+        'opie-manage nova-conf: error: %s: [compute] '
+        'provider_config_location = /srv/mine is not what OPIE set '
+        '(/etc/nova/provider_config); nothing removed\n' % conf_path)
+    assert conf_path.read_text() == text
+
+
 def test_config_dir_gets_a_file_of_its_own(capsys, tmp_path, conf_path):
     conf_path.write_text(ROUND_TRIP)
     conf_d = tmp_path / 'nova.conf.d'
@@ -484,3 +522,20 @@ def test_unreadable_files_exit_2(capsys, conf_path, content, message):
     assert rc == 2
     [line] = err.splitlines()
     assert message in line and str(conf_path) in line
+
+
+@pytest.mark.parametrize('mode, warned', [(0o644, True), (0o640, False)])
+def test_a_password_readable_by_everyone_is_named(capsys, conf_path, mode,
+                                                  warned):
+    conf_path.write_text('[DEFAULT]\ndebug = True\n')
+    conf_path.chmod(mode)
+
+    rc, _, err = _scheduler(capsys, conf_path, '--termination-mode',
+                            'shelve', *SERVICE_USER)
+
+    assert rc == 0
+    # Its mode is the operator's: Nova may read it as another user.
+    assert conf_path.stat().st_mode & 0o777 == mode
+    assert err == ('warning: %s holds [opie] password and every user can '
+                   'read it: make it readable by Nova only (chmod o-r)\n'
+                   % conf_path if warned else '')

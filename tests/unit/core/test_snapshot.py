@@ -81,3 +81,48 @@ def test_unreadable_and_invalid_files(tmp_path):
     good = tmp_path / 'good.json'
     good.write_text(json.dumps(GOOD))
     assert snapshot.load(good).hosts[0].name == 'h1'
+
+
+HOST = json.dumps(GOOD)
+
+
+@pytest.mark.parametrize('content, message', [
+    (HOST.replace('"vcpus": 8', '"vcpus": 1%s' % ('0' * 400), 1),
+     'a number with more than 18 digits'),
+    (HOST.replace('"vcpus": 8', '"vcpus": 1%s' % ('0' * 5000), 1),
+     'a number with more than 18 digits'),
+    (HOST.replace('"vcpus": 8', '"vcpus": 1e400', 1),
+     'a number with more than 18 digits'),
+    (HOST.replace('"vcpus": 8', '"vcpus": Infinity', 1),
+     'Infinity is not a number JSON allows'),
+    (HOST.replace('"vcpus": 8', '"vcpus": NaN', 1),
+     'NaN is not a number JSON allows'),
+    ('[' * 100000 + ']' * 100000, 'nested too deeply'),
+    (HOST.replace('"h1"', '"h\u00f4te"').encode('latin-1'),
+     'not UTF-8 text'),
+    (HOST.replace('"flavor": "m"', '"flavor": "tiny"', 1),
+     "hosts[0].instances[0].flavor: unknown flavor 'tiny'"),
+])
+def test_hostile_files_are_refused_in_one_line_naming_the_file(
+        tmp_path, content, message):
+    """A snapshot file may come from anywhere and hold anything."""
+    path = tmp_path / 'snap.json'
+    if isinstance(content, str):
+        content = content.encode('utf-8')
+    path.write_bytes(content)
+
+    with pytest.raises(snapshot.SnapshotError) as exc_info:
+        snapshot.load(path)
+
+    [line] = str(exc_info.value).splitlines()
+    assert line.startswith('snapshot %s: ' % path)
+    assert message in line
+
+
+def test_an_endless_file_is_refused_after_max_bytes(monkeypatch):
+    monkeypatch.setattr(snapshot, 'MAX_BYTES', 1024)
+
+    with pytest.raises(snapshot.SnapshotError) as exc_info:
+        snapshot.load('/dev/zero')
+
+    assert str(exc_info.value) == 'snapshot /dev/zero: larger than 1024 bytes'

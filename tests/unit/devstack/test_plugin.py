@@ -27,7 +27,7 @@ import yaml
 from opie.cmd import audit_conf
 from opie.cmd import nova_conf
 from opie.cmd import nova_conf_command
-from opie.cmd import provider_config
+from opie.core import provider_config
 from tests.unit.devstack import inifile
 
 TESTS_DIR = pathlib.Path(__file__).parent

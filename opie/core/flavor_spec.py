@@ -1,16 +1,17 @@
 """What the extra specs of a preemptible flavor must be.
 
-A preemptible flavor keeps its size (the virt driver sizes the guest from
+The flavor side of the contract :mod:`.preemptible` names, Nova-free: a
+preemptible flavor keeps its size (the virt driver sizes the guest from
 it) but moves what it asks of Placement from the standard classes to the
 ``CUSTOM_PREEMPTIBLE_*`` ones. ``opie-manage flavor create-preemptible``
-builds those extra specs with :func:`preemptible_specs`; ``opie-manage
-audit`` checks every flavor of a cloud with :func:`check`.
+and the demo cloud build those extra specs with :func:`preemptible_specs`;
+``opie-manage audit`` checks every flavor of a cloud with :func:`check`.
 """
 import dataclasses
 import math
 
-from opie.cmd import problems
 from opie.core import preemptible as rc
+from opie.core import problems
 from opie.core import resources as res
 
 

@@ -1,7 +1,7 @@
 """What a preemptible flavor must ask of Placement, and checking it."""
 import pytest
 
-from opie.cmd import flavor_spec
+from opie.core import flavor_spec
 from opie.core import preemptible as rc
 
 SMALL = flavor_spec.Flavor('m1.small', vcpus=1, memory_mb=2048, root_gb=20,

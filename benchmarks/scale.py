@@ -1,0 +1,370 @@
+"""OPIE at scale: stock Nova against OPIE on 10 to 1000 compute nodes.
+
+For each N (``--nodes``, default 10 100 1000) an in-process Nova 34 +
+Placement cloud is built with one compute service whose fake driver serves
+N nodes of 32 vCPU, 64 GB and 2 TB, each with OPIE's provider config. Three
+cases are timed there, interleaved so that drift hits all of them:
+
+* **stock, empty**: Nova's own ``SchedulerManager`` (Nova's filters and
+  weighers) placing a normal medium server (2 vCPU) on the empty cloud;
+* **OPIE, empty**: ``OpieSchedulerManager`` (OPIE's filter and weighers
+  added) placing the same request;
+* **OPIE, saturated**: every node then holds 20 preemptible instances of
+  mixed sizes and ages (12 small, 6 medium, 2 large: every vCPU taken;
+  launch times spread over ten hours), so each request preempts: OPIE
+  claims the victims in the same Placement write as the server. The
+  termination that would follow in the background is not run: after each
+  timed call the server's allocations are removed and the victims'
+  restored, so that every call meets the same saturated cloud.
+
+The preemptible instances are written straight into the cell database and
+their allocations into Placement (one ``POST /allocations`` per node), as
+Nova would have left them: booting 20,000 servers through the API would
+take hours and measure nothing more.
+
+The stock manager is no RPC service, so it would hear none of the
+compute's instance updates and read every node's instances on every
+request: it shares those the OPIE scheduler service heard, as a stock
+scheduler service hears its own.
+
+Per request it counts the SQL statements each database runs (Nova's API
+database, the cell database, Placement's own) and the scheduler's
+Placement requests; it measures the peak memory Python allocates during
+one request (tracemalloc, in an untimed call), what stays allocated after
+the first saturated call of a new instance cache (what the scheduler
+keeps), the first call's time (the cache is empty: every node is read)
+and the process's resident memory, and prints the ratios OPIE/stock
+measured in this run.
+
+Goals (issue 14), at N = 1000: OPIE/stock median <= 1.3 on the empty
+cloud and <= 2.0 on the saturated cloud; OPIE's database queries per
+request do not grow with N. Run from the repository root:
+``python benchmarks/scale.py [--nodes 10 100 1000] [--iterations N]``.
+"""
+import nova.tests.functional  # noqa: F401 (monkey patching comes first)
+
+import argparse  # noqa: E402
+import collections  # noqa: E402
+import copy  # noqa: E402
+import datetime  # noqa: E402
+import gc  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import resource  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+from unittest import mock  # noqa: E402
+
+from oslo_utils import timeutils  # noqa: E402
+from oslo_utils import uuidutils  # noqa: E402
+from sqlalchemy import engine as sqla_engine  # noqa: E402
+from sqlalchemy import event  # noqa: E402
+
+from nova.compute import power_state  # noqa: E402
+from nova.compute import vm_states  # noqa: E402
+from nova import context as nova_context  # noqa: E402
+from nova.db.api import api as api_db  # noqa: E402
+from nova import objects  # noqa: E402
+from nova.scheduler import host_manager  # noqa: E402
+from nova.scheduler import manager as nova_manager  # noqa: E402
+from nova.scheduler import utils as scheduler_utils  # noqa: E402
+from placement import db_api as placement_db  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+from opie.core import resources as res  # noqa: E402
+from opie.nova import instance_cache  # noqa: E402
+from opie.testing import harness  # noqa: E402
+from tests.functional import base  # noqa: E402
+
+NOVA_WEIGHERS = ['nova.scheduler.weights.all_weighers']
+NODE = res.Resources(32, 65536, 2000)
+# Preemptibles per node: (flavor, count), every vCPU taken.
+FILL = (('small', 12), ('medium', 6), ('large', 2))
+HOURS = 10
+ARGS = argparse.Namespace(nodes=[10, 100, 1000], iterations=10, seed=1)
+
+
+class ScaleDriver(harness.PaperDriver):
+    vcpus, memory_mb, local_gb = NODE
+
+
+class Counter:
+    """SQL statements per database and the scheduler's Placement
+    requests, since the last :meth:`reset`."""
+
+    def __init__(self):
+        self.statements = collections.Counter()
+        self.placement = []
+        event.listen(sqla_engine.Engine, 'before_cursor_execute',
+                     self._statement)
+
+    def close(self):
+        event.remove(sqla_engine.Engine, 'before_cursor_execute',
+                     self._statement)
+
+    def reset(self):
+        self.statements.clear()
+        del self.placement[:]
+
+    def _statement(self, conn, cursor, statement, *args):
+        if conn.engine is placement_db.get_placement_engine():
+            self.statements['placement'] += 1
+        elif conn.engine is api_db.get_engine():
+            self.statements['nova api'] += 1
+        else:
+            self.statements['nova cell'] += 1
+
+    def nova_queries(self):
+        return self.statements['nova api'] + self.statements['nova cell']
+
+
+class ScaleCloud(base.OpieCloud):
+    CAST_AS_CALL = False
+    HOSTS = ('scale',)
+    DRIVER = ScaleDriver
+
+    def _setup_services(self):
+        # Background work would run inside the calls timed and counted:
+        # the compute's periodic tasks (its resource audit of 1000 nodes)
+        # and every service's heartbeat (kept up for the whole run).
+        self.flags(periodic_enable=False, report_interval=3600,
+                   service_down_time=7200)
+        super()._setup_services()
+
+    def runTest(self):
+        self.context = nova_context.get_admin_context()
+        self.opie = self.scheduler.manager
+        # Before the nodes: a boot on a 1000-node compute service takes
+        # longer than Nova's test helpers wait.
+        self.spec = self.request_spec('medium')
+        self.nodes = self.add_nodes(self.NODES)
+        self.flags(enabled_filters=harness.NOVA_FILTERS,
+                   weight_classes=NOVA_WEIGHERS, group='filter_scheduler')
+        # Not an RPC service, the stock manager hears none of the
+        # compute's instance updates: it shares those the OPIE scheduler
+        # service hears, as a stock scheduler service would hear them
+        # itself (else it reads each node's instances from the database on
+        # every request), and does not read them all at start.
+        with mock.patch.object(host_manager.HostManager,
+                               '_init_instance_info'):
+            self.stock = nova_manager.SchedulerManager()
+        shared = self.opie.host_manager._instance_info
+        assert shared['scale']['updated'], shared
+        self.stock.host_manager._instance_info = shared
+        self.counter = Counter()
+        self.addCleanup(self.counter.close)
+        self.count_placement_calls(self.counter.placement)
+        result = RESULTS[self.NODES] = {}
+        result.update(self.measure({'stock, empty': self.stock,
+                                    'OPIE, empty': self.opie}))
+        self.held = {}
+        self.saturate()
+        self.preempted = []
+        self.stub_out_terminations()
+        result.update(self.measure({'OPIE, saturated': self.opie},
+                                   restore=True))
+        result['kept'] = self.kept_memory()
+        result['rss'] = resource.getrusage(
+            resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    # the cloud -----------------------------------------------------------
+    def add_nodes(self, count):
+        """The compute service's nodes: ``count`` of them; their provider
+        uuids."""
+        compute = self.computes['scale']
+        # The service's first node keeps its name: Nova does not delete it.
+        names = {'scale'} | {'scale-%04d' % i for i in range(1, count)}
+        compute.driver._set_nodes(sorted(names))
+        compute.manager.update_available_resource(self.context)
+        uuids = [rp['uuid'] for rp in self.placement.get(
+            '/resource_providers', version='1.14').body['resource_providers']
+            if rp['name'] in names]
+        assert len(uuids) == count, (len(uuids), count)
+        return uuids
+
+    def saturate(self):
+        """Every node full of preemptibles of mixed sizes and ages."""
+        rng = random.Random(ARGS.seed)
+        now = timeutils.utcnow()
+        flavors = {name: objects.Flavor.get_by_flavor_id(
+            self.context, self.preemptible[name]) for name, _ in FILL}
+        mapping = objects.CellMappingList.get_all(self.context)[1]
+        with nova_context.target_cell(self.context, mapping) as cctxt:
+            for node_uuid in self.nodes:
+                node = objects.ComputeNode.get_by_uuid(cctxt, node_uuid)
+                allocations = {}
+                for name, count in FILL:
+                    for _ in range(count):
+                        launched = now - datetime.timedelta(
+                            seconds=rng.uniform(60, HOURS * 3600))
+                        uuid = _instance(cctxt, node, flavors[name],
+                                         launched)
+                        allocations[uuid] = _allocation(
+                            node_uuid, flavors[name])
+                response = self.placement.post(
+                    '/allocations', allocations, version='1.28')
+                assert response.status == 204, response.body
+                self.held.update(allocations)
+
+    def stub_out_terminations(self):
+        """Victims are recorded, not terminated (see the docstring)."""
+        def record(preemptions, info):
+            self.preempted.extend(preemptions)
+        self.opie.terminator.terminate_later = record
+
+    def kept_memory(self):
+        """Bytes still allocated after a first saturated call, which reads
+        every node's preemptibles into a new cache."""
+        self.opie.instances = instance_cache.InstanceCache()
+        gc.collect()
+        tracemalloc.start()
+        self.select(self.opie, restore=True)
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        return kept
+
+    # timing --------------------------------------------------------------
+    def measure(self, managers, restore=False):
+        """{case: Case} for each (case, manager); calls interleaved, the
+        first round (caches warming) not kept."""
+        cases = {name: Case() for name in managers}
+        for i in range(ARGS.iterations + 1):
+            for name, manager in managers.items():
+                elapsed, counts = self.select(manager, restore)
+                if i:
+                    cases[name].samples.append(elapsed)
+                    cases[name].counts = counts
+                else:
+                    cases[name].cold = elapsed, counts
+        for name, manager in managers.items():
+            tracemalloc.start()
+            self.select(manager, restore)
+            cases[name].peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        return cases
+
+    def select(self, manager, restore):
+        """One timed select_destinations; its elapsed time and counts."""
+        spec = copy.deepcopy(self.spec)
+        spec.instance_uuid = uuidutils.generate_uuid()
+        self.counter.reset()
+        started = time.perf_counter()
+        manager.select_destinations(
+            self.context, spec_obj=spec, instance_uuids=[spec.instance_uuid],
+            return_objects=True, return_alternates=True)
+        elapsed = time.perf_counter() - started
+        counts = (self.counter.nova_queries(),
+                  dict(self.counter.statements), list(self.counter.placement))
+        manager.placement_client.delete_allocation_for_instance(
+            self.context, spec.instance_uuid, force=True)
+        if restore:
+            self.restore()
+        return elapsed, counts
+
+    def restore(self):
+        """The victims of the last call hold their room again."""
+        victims = [victim.uuid for preemption in self.preempted
+                   for victim in preemption.victims]
+        assert victims, 'the saturated cloud had room'
+        del self.preempted[:]
+        response = self.placement.post('/allocations', {
+            uuid: dict(self.held[uuid], consumer_generation=None)
+            for uuid in victims}, version='1.28')
+        assert response.status == 204, response.body
+
+
+class Case:
+    def __init__(self):
+        self.samples = []
+        self.counts = None
+        self.cold = None
+        self.peak = None
+
+    @property
+    def median(self):
+        return statistics.median(self.samples)
+
+
+def _instance(context, node, flavor, launched_at):
+    """A preemptible instance of ``flavor`` running on ``node`` since
+    ``launched_at``, as the cell database has it; its uuid."""
+    instance = objects.Instance(
+        context, uuid=uuidutils.generate_uuid(), project_id='tenant',
+        user_id='tenant', host=node.host, node=node.hypervisor_hostname,
+        compute_id=node.id, flavor=flavor, instance_type_id=flavor.id,
+        vcpus=flavor.vcpus, memory_mb=flavor.memory_mb,
+        root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
+        vm_state=vm_states.ACTIVE, power_state=power_state.RUNNING,
+        task_state=None, launched_at=launched_at, created_at=launched_at,
+        locked=False, old_flavor=None, new_flavor=None)
+    instance.create()
+    return instance.uuid
+
+
+def _allocation(node_uuid, flavor):
+    """The Placement allocation Nova writes for ``flavor`` on a node."""
+    return {'allocations': {node_uuid: {
+                'resources': scheduler_utils.resources_from_flavor_and_bfv(
+                    flavor, False)}},
+            'project_id': 'tenant', 'user_id': 'tenant',
+            'consumer_generation': None}
+
+
+RESULTS = {}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--nodes', type=int, nargs='+',
+                        default=ARGS.nodes)
+    parser.add_argument('--iterations', type=int, default=ARGS.iterations)
+    parser.add_argument('--seed', type=int, default=ARGS.seed)
+    parser.parse_args(namespace=ARGS)
+    if min(ARGS.nodes) < 1 or ARGS.iterations < 1:
+        parser.error('--nodes and --iterations must be at least 1')
+    if not base.run_quietly(
+            [type('ScaleCloud%d' % n, (ScaleCloud,), {'NODES': n})()
+             for n in ARGS.nodes]):
+        return 1
+    report()
+    return 0
+
+
+def report():
+    print('In-process Nova 34 + Placement, one compute service, nodes of '
+          '%s; %d timed calls per case (median)' % (NODE, ARGS.iterations))
+    print('%6s  %-16s %9s %6s %8s %8s %9s %9s' % (
+        'nodes', 'case', 'median', 'ratio', 'nova SQL', 'plc SQL',
+        'plc calls', 'peak MB'))
+    for nodes, cases in RESULTS.items():
+        stock = cases['stock, empty'].median
+        for name, case in cases.items():
+            if name in ('rss', 'kept'):
+                continue
+            queries, statements, calls = case.counts
+            print('%6d  %-16s %7.1f ms %6.2f %8d %8d %9d %9.1f' % (
+                nodes, name, case.median * 1000, case.median / stock,
+                queries, statements.get('placement', 0), len(calls),
+                case.peak / 2 ** 20))
+        elapsed, (queries, _, _) = cases['OPIE, saturated'].cold
+        print('%6d  OPIE, saturated, first call (instances read and '
+              'kept): %.1f ms, %d nova SQL' % (nodes, elapsed * 1000,
+                                               queries))
+        print('%6d  kept after a first saturated call (the instance '
+              'cache): %.1f MB' % (nodes, cases['kept'] / 2 ** 20))
+        print('%6d  process resident memory (peak): %.0f MB' % (
+            nodes, cases['rss'] / 2 ** 20))
+    calls = cases['OPIE, saturated'].counts[2]
+    print('Placement requests of the last saturated call: %s'
+          % ', '.join(calls))
+    print('Goals at the largest N: OPIE/stock <= 1.3 empty, <= 2.0 '
+          'saturated; nova SQL of OPIE constant in N.')
+
+
+if __name__ == '__main__':
+    sys.exit(main())

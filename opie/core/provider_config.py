@@ -1,0 +1,82 @@
+"""The provider config (``provider.yaml``) every compute node needs.
+
+Every compute node needs inventory of the ``CUSTOM_PREEMPTIBLE_*`` classes
+that preemptible flavors consume, and one unit of ``CUSTOM_OPIE_HOST``,
+the host token every decision of the scheduler plugin on the host rewrites
+(:mod:`opie.nova.token`). Nova gives it from a provider config file in
+``[compute] provider_config_location``, read when nova-compute starts.
+:func:`build` makes that document from the compute's standard inventory,
+so preemptible instances can fill exactly the capacity normal ones can;
+:func:`custom_inventories` reads back what a document gives.
+``opie-manage provider-config`` writes it, ``opie-manage audit`` checks
+it, and the functional tests' computes get it; none of that needs Nova.
+"""
+import yaml
+
+from opie.core import preemptible as rc
+
+SCHEMA_VERSION = '1.0'
+# Nova applies a $COMPUTE_NODE entry to every compute node root provider
+# the compute service manages.
+COMPUTE_NODE = '$COMPUTE_NODE'
+# What Placement gives inventory fields left out.
+INVENTORY_DEFAULTS = {'reserved': 0, 'allocation_ratio': 1.0}
+
+
+def build(total, ratios, reserved):
+    """The provider config document (a dict) for one compute node.
+
+    Each custom class gets the total, reserved amount and allocation ratio
+    of its standard class, so Placement computes the same capacity,
+    ``(total - reserved) * ratio``, for both; the host token's class gets
+    its one unit. A total below 1 or below what is reserved is a
+    ValueError naming the class.
+    """
+    additional = []
+    for name, amount, ratio, held in zip(rc.CUSTOM, total, ratios,
+                                         reserved):
+        if amount < 1:
+            raise ValueError('%s: a compute needs a total of at least 1, '
+                             'got %d' % (name, amount))
+        if held > amount:
+            raise ValueError('%s: %d reserved is more than the total %d'
+                             % (name, held, amount))
+        additional.append({name: {'total': int(amount),
+                                  'reserved': int(held),
+                                  'max_unit': int(amount),
+                                  'allocation_ratio': float(ratio)}})
+    additional.append({rc.HOST_TOKEN: dict(rc.HOST_TOKEN_INVENTORY)})
+    return {'meta': {'schema_version': SCHEMA_VERSION},
+            'providers': [{'identification': {'uuid': COMPUTE_NODE},
+                           'inventories': {'additional': additional}}]}
+
+
+def custom_inventories(document):
+    """The ``CUSTOM_PREEMPTIBLE_*`` and host token inventories a provider
+    config document gives the compute node root providers: {class:
+    inventory dict}."""
+    found = {}
+    for provider in _list(document, 'providers'):
+        inventories = provider.get('inventories') or {}
+        for entry in _list(inventories, 'additional'):
+            for name, inventory in entry.items():
+                if name in rc.PROVIDER_CONFIG_CLASSES:
+                    found[name] = inventory
+    return found
+
+
+def _list(mapping, key):
+    value = mapping.get(key) if isinstance(mapping, dict) else None
+    return [item for item in value or () if isinstance(item, dict)]
+
+
+def dump(document, total, ratios, reserved):
+    """The document as YAML, with a header saying where numbers came
+    from."""
+    header = ('# CUSTOM_PREEMPTIBLE_* and CUSTOM_OPIE_HOST inventory for '
+              'OPIE (opie-manage provider-config).\n'
+              '# Total: %s.\n'
+              '# Allocation ratios: %g/%g/%g; reserved: %s.\n'
+              '# Regenerate it and restart nova-compute when they change.\n'
+              % ((total,) + tuple(ratios) + (reserved,)))
+    return header + yaml.safe_dump(document, sort_keys=False)

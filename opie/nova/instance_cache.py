@@ -1,0 +1,127 @@
+"""Each node's preemptible instances, kept between requests.
+
+A normal request on a cloud full of preemptibles needs the preemptible
+instances of every host it does not fit, to find the cheapest victims:
+reading them all from the cell database on every request costs in
+proportion to the cloud (20,000 instances at 1000 hosts), not to the
+request. A scheduler process keeps them instead, per compute node, and
+each request brings them up to date with one query per cell: the
+instances changed since the cell's last query.
+
+Nova saves an instance (which sets ``updated_at``) whenever anything OPIE
+reads of it changes: its host and node on a boot or a move, its lock, its
+task and VM state, and before it is deleted (a soft delete leaves
+``updated_at`` as the last save set it). So "changed since" finds every
+instance that arrived on a node, left it, or changed eligibility. The
+query reaches :data:`MARGIN` further back than the last one began: the
+database stores whole seconds, other hosts' clocks differ a little, and a
+save committed after the last query may carry an earlier time.
+
+What "changed since" cannot see: a deleted row archived or purged before
+the next query (``nova-manage db archive_deleted_rows``), and a save
+stamped by a clock more than the margin behind. So a cell not queried for
+:data:`MAX_GAP` is forgotten and read again as requests need its nodes; a
+node is read in full again once a day (:data:`MAX_AGE`), which bounds what
+archived rows leave behind; an instance listed that Placement shows holds
+nothing is not a candidate (:class:`~.hoststate.InstanceLoader`); and the
+kept lists only choose: before a victim is written, its row is read again
+(:meth:`.hoststate.InstanceLoader.not_victims`), and a node where one is
+found stale is read in full (``fresh``).
+
+Changes are applied in the order they were read (one refresh at a time
+per process), and a node is kept only once a full read of it succeeded.
+Victims another worker claimed are still listed until terminated;
+:class:`~.hoststate.InstanceLoader` drops them as before.
+"""
+import datetime
+import threading
+
+from oslo_utils import timeutils
+
+# How much further back than the previous query each query looks.
+MARGIN = datetime.timedelta(seconds=60)
+# A cell not queried for this long is read again in full, node by node.
+MAX_GAP = datetime.timedelta(minutes=10)
+# A node read in full this long ago is read in full again.
+MAX_AGE = datetime.timedelta(days=1)
+
+
+class InstanceCache:
+    """Core Instances of each node, current to each cell's last query.
+
+    Each call is given ``read(cell_uuid, hosts=None, since=None)``, which
+    reads the cell's instances as ``(host, node, uuid, deleted, core
+    Instance or None when not preemptible)``: those on ``hosts`` (not
+    deleted), or those changed since ``since`` (deleted ones included).
+    """
+
+    def __init__(self, clock=timeutils.utcnow):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._nodes = {}        # (cell, host, node) -> {uuid: Instance}
+        self._where = {}        # (cell, uuid) -> (cell, host, node)
+        self._synced = {}       # cell -> when its last query began
+        self._read_at = {}      # (cell, host, node) -> its last full read
+
+    def preemptibles(self, read, cell_uuid, nodes, fresh=()):
+        """{(host, node): [core Instance, ...]} of ``nodes`` in the cell,
+        every preemptible instance (eligible or not), current now; the
+        ``fresh`` ones read in full."""
+        with self._lock:
+            self._catch_up(read, cell_uuid)
+            too_old = self._synced[cell_uuid] - MAX_AGE
+            for node in nodes:
+                key = (cell_uuid,) + node
+                if node in fresh or self._read_at.get(key, too_old) < too_old:
+                    self._drop(key)
+            missing = {node for node in nodes
+                       if (cell_uuid,) + node not in self._nodes}
+            if missing:
+                self._load(read, cell_uuid, missing)
+            return {node: list(self._nodes[(cell_uuid,) + node].values())
+                    for node in nodes}
+
+    def _catch_up(self, read, cell_uuid):
+        began = self._clock()
+        last = self._synced.get(cell_uuid)
+        if last is not None and began - last > MAX_GAP:
+            for key in [k for k in self._nodes if k[0] == cell_uuid]:
+                self._drop(key)
+        elif last is not None:
+            for host, node, uuid, deleted, instance in read(
+                    cell_uuid, since=last - MARGIN):
+                self._forget(cell_uuid, uuid)
+                if not deleted:
+                    self._put((cell_uuid, host, node), uuid, instance)
+        self._synced[cell_uuid] = began
+
+    def _load(self, read, cell_uuid, nodes):
+        found = {node: {} for node in nodes}
+        for host, node, uuid, _, instance in read(
+                cell_uuid, hosts=sorted({host for host, _ in nodes})):
+            if (host, node) in found and instance is not None:
+                found[(host, node)][uuid] = instance
+        # Only now: a read that failed leaves the nodes to the next one.
+        for node, instances in found.items():
+            key = (cell_uuid,) + node
+            self._nodes[key] = {}
+            self._read_at[key] = self._synced[cell_uuid]
+            for uuid, instance in instances.items():
+                self._forget(cell_uuid, uuid)
+                self._put(key, uuid, instance)
+
+    def _drop(self, key):
+        self._read_at.pop(key, None)
+        for uuid in self._nodes.pop(key, {}):
+            del self._where[(key[0], uuid)]
+
+    def _forget(self, cell_uuid, uuid):
+        key = self._where.pop((cell_uuid, uuid), None)
+        if key is not None:
+            del self._nodes[key][uuid]
+
+    def _put(self, key, uuid, instance):
+        """Keep ``instance`` if it is preemptible and its node is kept."""
+        if instance is not None and key in self._nodes:
+            self._nodes[key][uuid] = instance
+            self._where[(key[0], uuid)] = key

@@ -1,0 +1,37 @@
+"""What ``opie-manage snapshot`` makes of a server's embedded flavor."""
+from opie.cmd import snapshot_command
+from opie.core import flavor_spec
+
+SMALL = {'original_name': 'small', 'vcpus': 1, 'ram': 2048, 'disk': 20,
+         'ephemeral': 0, 'swap': 512, 'extra_specs': {}}
+
+
+def test_sizes_as_placement_counts_them():
+    assert snapshot_command._embedded(SMALL, volume_backed=False) == {
+        'vcpus': 1, 'memory_mb': 2048, 'disk_gb': 21}
+    # A volume-backed server takes no root disk on its host.
+    assert snapshot_command._embedded(SMALL, volume_backed=True) == {
+        'vcpus': 1, 'memory_mb': 2048, 'disk_gb': 1}
+
+
+def test_resources_overrides_replace_the_sizes():
+    specs = flavor_spec.preemptible_specs(flavor_spec.Flavor(
+        'small', 1, 2048, 20))
+    preemptible = dict(SMALL, swap=0, extra_specs=specs)
+    assert snapshot_command._embedded(preemptible, False) == {
+        'vcpus': 1, 'memory_mb': 2048, 'disk_gb': 20}
+    pinned = dict(SMALL, swap=0, extra_specs={
+        'resources:VCPU': '0', 'resources:PCPU': '1'})
+    assert snapshot_command._embedded(pinned, False)['vcpus'] == 0
+
+
+def test_a_differing_flavor_gets_a_name_no_flavor_has():
+    flavors = {'small': {'vcpus': 1}, 'small@1': {'vcpus': 9}}
+
+    assert snapshot_command._flavor_name({'vcpus': 1}, 'small',
+                                         flavors) == 'small'
+    assert snapshot_command._flavor_name({'vcpus': 2}, 'small',
+                                         flavors) == 'small@2'
+    assert snapshot_command._flavor_name({'vcpus': 2}, 'small',
+                                         flavors) == 'small@2'
+    assert flavors['small@1'] == {'vcpus': 9}

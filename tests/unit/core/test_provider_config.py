@@ -1,0 +1,69 @@
+"""The provider config every compute node needs."""
+import pytest
+
+from opie.core import preemptible as rc
+from opie.core import provider_config
+from opie.core import resources as res
+
+TOTAL = res.Resources(16, 65536, 500)
+RATIOS = res.Resources(4.0, 1.5, 1.0)
+RESERVED = res.Resources(2, 4096, 10)
+
+
+def test_custom_inventory_mirrors_the_standard_one():
+    document = provider_config.build(TOTAL, RATIOS, RESERVED)
+
+    assert document['meta'] == {'schema_version': '1.0'}
+    [provider] = document['providers']
+    assert provider['identification'] == {'uuid': '$COMPUTE_NODE'}
+    assert provider['inventories']['additional'] == [
+        {'CUSTOM_PREEMPTIBLE_VCPU': {'total': 16, 'reserved': 2,
+                                     'max_unit': 16,
+                                     'allocation_ratio': 4.0}},
+        {'CUSTOM_PREEMPTIBLE_MEMORY_MB': {'total': 65536, 'reserved': 4096,
+                                          'max_unit': 65536,
+                                          'allocation_ratio': 1.5}},
+        {'CUSTOM_PREEMPTIBLE_DISK_GB': {'total': 500, 'reserved': 10,
+                                        'max_unit': 500,
+                                        'allocation_ratio': 1.0}},
+        {'CUSTOM_OPIE_HOST': {'total': 1, 'reserved': 0, 'max_unit': 1,
+                              'allocation_ratio': 1.0}}]
+
+
+def test_custom_inventories_reads_back_what_build_wrote():
+    document = provider_config.build(TOTAL, RATIOS, RESERVED)
+
+    found = provider_config.custom_inventories(document)
+
+    assert found['CUSTOM_PREEMPTIBLE_MEMORY_MB']['total'] == 65536
+    assert sorted(found) == sorted(['CUSTOM_OPIE_HOST',
+                                    *rc.CUSTOM])
+    assert provider_config.custom_inventories({'meta': {}}) == {}
+    assert provider_config.custom_inventories(None) == {}
+
+
+@pytest.mark.parametrize('total, reserved, message', [
+    (res.Resources(0, 1024, 10), res.ZERO,
+     'CUSTOM_PREEMPTIBLE_VCPU: a compute needs a total of at least 1'),
+    (TOTAL, res.Resources(0, 70000, 0),
+     'CUSTOM_PREEMPTIBLE_MEMORY_MB: 70000 reserved is more than the total'),
+])
+def test_impossible_inventories_are_refused(total, reserved, message):
+    with pytest.raises(ValueError, match=message):
+        provider_config.build(total, RATIOS, reserved)
+
+
+def test_nova_accepts_the_file(tmp_path):
+    """Nova's own provider config loader reads the written file."""
+    nova_provider_config = pytest.importorskip(
+        'nova.compute.provider_config')
+    text = provider_config.dump(provider_config.build(TOTAL, RATIOS,
+                                                      RESERVED),
+                                TOTAL, RATIOS, RESERVED)
+    (tmp_path / 'opie.yaml').write_text(text)
+
+    providers = nova_provider_config.get_provider_configs(str(tmp_path))
+
+    additional = providers['$COMPUTE_NODE']['inventories']['additional']
+    assert {name for entry in additional for name in entry} == {
+        'CUSTOM_OPIE_HOST', *rc.CUSTOM}

@@ -1,0 +1,140 @@
+import datetime
+
+from opie.nova import instance_cache
+
+T0 = datetime.datetime(2026, 11, 23, 12, 0, 0)
+CELL = 'cell1'
+A, B = ('host-a', 'a'), ('host-b', 'b')
+
+
+class FakeCell:
+    """A cell database: rows (host, node, uuid, deleted, instance,
+    updated_at), and the queries the cache made."""
+
+    def __init__(self):
+        self.rows = {}
+        self.queries = []
+        self.now = T0
+
+    def save(self, uuid, node, preemptible=True, deleted=False):
+        self.now += datetime.timedelta(seconds=1)
+        self.rows[uuid] = (node, deleted, 'I-' + uuid if preemptible
+                           else None, self.now)
+
+    def read(self, cell_uuid, hosts=None, since=None):
+        self.queries.append('hosts' if since is None else 'since')
+        return [(node[0], node[1], uuid, deleted,
+                 None if deleted else instance)
+                for uuid, (node, deleted, instance, updated)
+                in self.rows.items()
+                if (since is None and node[0] in hosts and not deleted)
+                or (since is not None and updated >= since)]
+
+
+def cache_of(cell):
+    return instance_cache.InstanceCache(clock=lambda: cell.now)
+
+
+def listed(cache, cell, *nodes):
+    found = cache.preemptibles(cell.read, CELL, list(nodes))
+    return {node: sorted(found[node]) for node in nodes}
+
+
+def test_a_node_is_read_once_then_kept_up_to_date():
+    cell = FakeCell()
+    cell.save('p1', A)
+    cell.save('n1', A, preemptible=False)
+    cache = cache_of(cell)
+    assert listed(cache, cell, A) == {A: ['I-p1']}
+    cell.save('p2', A)                  # arrives
+    cell.save('p1', B)                  # moves away to a node not kept
+    assert listed(cache, cell, A) == {A: ['I-p2']}
+    assert cell.queries == ['hosts', 'since']
+    assert listed(cache, cell, A, B) == {A: ['I-p2'], B: ['I-p1']}
+    cell.save('p2', A, deleted=True)
+    assert listed(cache, cell, A, B) == {A: [], B: ['I-p1']}
+    assert cell.queries == ['hosts', 'since', 'since', 'hosts', 'since']
+
+
+def test_changes_are_read_a_margin_before_the_last_query():
+    cell = FakeCell()
+    cell.save('p1', A)
+    cache = cache_of(cell)
+    listed(cache, cell, A)
+    # Saved after that query, stamped before it began (another clock).
+    cell.rows['p2'] = (A, False, 'I-p2', cell.now - instance_cache.MARGIN)
+    assert listed(cache, cell, A) == {A: ['I-p1', 'I-p2']}
+
+
+def test_a_returned_list_is_the_callers():
+    cell = FakeCell()
+    cell.save('p1', A)
+    cache = cache_of(cell)
+    cache.preemptibles(cell.read, CELL, [A])[A].clear()
+    assert listed(cache, cell, A) == {A: ['I-p1']}
+
+
+def test_a_failed_read_keeps_no_node():
+    cell = FakeCell()
+    cell.save('p1', A)
+    cache = cache_of(cell)
+
+    def down(*args, **kwargs):
+        raise ConnectionError('cell database down')
+    try:
+        cache.preemptibles(down, CELL, [A])
+    except ConnectionError:
+        pass
+    assert listed(cache, cell, A) == {A: ['I-p1']}
+
+
+def test_one_uuid_in_two_cells_is_two_instances():
+    # A cross-cell resize: the source and target rows share the uuid.
+    cell = FakeCell()
+    cell.save('p1', A)
+    cache = cache_of(cell)
+    cache.preemptibles(cell.read, 'cell1', [A])
+    cache.preemptibles(cell.read, 'cell2', [A])
+    cell.save('p1', A, deleted=True)
+    cell.now += instance_cache.MARGIN
+    cache.preemptibles(cell.read, 'cell2', [A])
+    assert listed(cache, cell, A) == {A: []}
+
+
+def test_a_cell_not_queried_for_long_is_read_again():
+    # Rows archived meanwhile leave nothing "changed since" could see.
+    cell = FakeCell()
+    cell.save('p1', A)
+    cache = cache_of(cell)
+    listed(cache, cell, A)
+    del cell.rows['p1']
+    cell.now += instance_cache.MAX_GAP
+    assert listed(cache, cell, A) == {A: ['I-p1']}
+    cell.now += instance_cache.MAX_GAP + datetime.timedelta(seconds=1)
+    assert listed(cache, cell, A) == {A: []}
+    assert cell.queries == ['hosts', 'since', 'hosts']
+
+
+def test_fresh_nodes_are_read_in_full():
+    cell = FakeCell()
+    cell.save('p1', A)
+    cell.save('p2', B)
+    cache = cache_of(cell)
+    listed(cache, cell, A, B)
+    del cell.rows['p1']
+    found = cache.preemptibles(cell.read, CELL, [A, B], fresh=[A])
+    assert found == {A: [], B: ['I-p2']}
+    assert cell.queries == ['hosts', 'since', 'hosts']
+
+
+def test_a_node_is_read_in_full_once_a_day():
+    cell = FakeCell()
+    cell.save('p1', A)
+    cache = cache_of(cell)
+    listed(cache, cell, A)
+    del cell.rows['p1']         # archived unseen
+    for _ in range(24 * 6):
+        cell.now += instance_cache.MAX_GAP
+        assert listed(cache, cell, A) == {A: ['I-p1']}
+    cell.now += datetime.timedelta(seconds=1)
+    assert listed(cache, cell, A) == {A: []}
