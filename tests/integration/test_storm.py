@@ -19,7 +19,7 @@ from opie.lab import bootstrap
 from opie.lab import settings
 from tests.integration import lab
 
-ROUNDS = 3
+ROUNDS = 2
 FLAVORS = {name: (vcpus, ram, disk)
            for name, vcpus, ram, disk in bootstrap.FLAVORS}
 
