@@ -219,7 +219,9 @@ class Plan:
 
     def not_a_victim(self, record, uuid):
         """``uuid`` holds nothing on the host (another writer or its owner
-        moved it): never choose it again in this request."""
+        moved it), or its row says it is no eligible victim there now:
+        never choose it again in this request, and read the host's
+        preemptibles in full on its next refresh."""
         self._not_victims.add(uuid)
         self._stale_lists.add(record.uuid)
         self.stale(record)
