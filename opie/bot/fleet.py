@@ -7,6 +7,7 @@ those tasks will end, computed from the same run model the runner gets
 (:func:`opie.bot.checkpoint.plan_run`).  Booting servers count as busy, as
 HADS adds a new normal server to BR the moment it asks for it.
 """
+import bisect
 import collections
 import math
 
@@ -109,6 +110,7 @@ class Fleet:
         self._normal = [f for f in job.flavors.values()
                         if f.limits[model.NORMAL] > 0]
         self._redo = {}
+        self._checkpoints = {}
 
     def slots(self, flavor):
         return self._slots[flavor.name]
@@ -143,6 +145,34 @@ class Fleet:
 
     def runtime(self, task_id, flavor):
         return self.tasks[task_id].runtime_on(flavor)
+
+    def take_over_wall(self, task_id, flavor):
+        """The longest a restart of ``task_id`` on a normal server of
+        ``flavor`` can take: from the fraction it has saved, or from any
+        checkpoint it may write before it moves there.
+
+        A restore costs one dump, and a checkpoint written early on a slow
+        flavor may save less work on a fast one than that: so the first
+        checkpoint to come can make the restart longer than a fresh start.
+        """
+        run = self.run_for(task_id, flavor, model.NORMAL)
+        later = self._checkpoint_after(task_id, run.start)
+        if later is None:
+            return run.wall_s
+        return max(run.wall_s, run.dump_s + run.work_s * (1.0 - later))
+
+    def _checkpoint_after(self, task_id, saved):
+        """The first fraction past ``saved`` at which a preemptible
+        server of any flavor would checkpoint the task, or None."""
+        marks = self._checkpoints.get(task_id)
+        if marks is None:
+            task = self.tasks[task_id]
+            marks = self._checkpoints[task_id] = sorted({
+                p for f in self.job.flavors.values()
+                if f.limits[model.PREEMPTIBLE] and task.memory_mb <= f.ram_mb
+                for p in checkpoint.positions(self.job.policy, task, f)})
+        i = bisect.bisect_right(marks, saved)
+        return marks[i] if i < len(marks) else None
 
     def redo_flavor(self, task_id):
         """The fastest flavor a normal server may re-run the task on.

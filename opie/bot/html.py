@@ -238,7 +238,7 @@ def _gantt(report, horizon):
         y = top(s['server'])
         end = s['ended'] if s['ended'] is not None else horizon
         label = '%s %s' % (s['key'], s['flavor'])
-        if s.get('reason') == 'migration':
+        if s.get('reason') in ('migration', 'take-over'):
             label += ' (new)'
         out.append('<text x="2" y="%d"><title>%s</title>%s</text>'
                    % (y + 12, _esc('%s: %s, %s server, created for %s, '

@@ -19,10 +19,11 @@ A4): a plan is always produced.
 Dspot is the policy's, capped by :func:`opie.bot.dspot.latest_safe`; a
 number past the deadline is a risk line, not an error (A4).
 
-The map is kept only if normal servers could take over from every
-preemptible server lost at once, at the boot or just before any of their
-tasks ends (:func:`survives_loss`), and if it bills no more than the
-baseline when nothing is lost; otherwise the plan is the baseline itself.
+The map is kept only if normal servers alone could finish the job by D
+(the take-over, :mod:`opie.bot.takeover`) with every preemptible server
+lost at once, at the start, at the boot or just before any of their tasks
+ends (:func:`survives_loss`), and if it bills no more than the baseline
+when nothing is lost; otherwise the plan is the baseline itself.
 
 The normal-only baseline runs the very same map with every server normal
 and no checkpoints, as the paper's Table 9 does, when that map keeps to
@@ -38,8 +39,8 @@ import typing
 from opie.bot import dspot as dspot_mod
 from opie.bot import fleet as fleet_mod
 from opie.bot import model
-from opie.bot import placement
 from opie.bot import projection
+from opie.bot import takeover
 from opie.bot import wrr
 
 
@@ -246,7 +247,8 @@ class _Builder:
                     risks=self.risks)
 
 
-# Loss times the take-over check tries, at most, besides the boot.
+# Loss times the take-over check tries, at most, besides the start and
+# the boot.
 LOSS_SAMPLES = 16
 
 
@@ -261,54 +263,47 @@ class _Frozen:
 def _loss_times(plan):
     """When losing every preemptible server at once hurts most.
 
-    Just before a task ends it holds the most lost work; at the boot the
-    most tasks are left.  A long map is sampled evenly.
+    Just before a task ends it holds the most lost work; at the start and
+    at the boot the most tasks are left (at the start, the planned normal
+    servers run nothing yet, so the take-over may choose other flavors).
+    A long map is sampled evenly.
     """
     ends = sorted({end for s in plan.servers
                    if s.market == model.PREEMPTIBLE for _, _, end in s.tasks})
     if len(ends) > LOSS_SAMPLES:
         step = len(ends) / LOSS_SAMPLES
         ends = [ends[int(i * step)] for i in range(LOSS_SAMPLES)] + ends[-1:]
-    return [plan.job.policy.alpha_s] + [max(e - 1e-6, 0.0) for e in ends]
+    before = [max(e - 1e-6, 0.0) for e in ends]
+    return [0.0, plan.job.policy.alpha_s] + before
 
 
-def take_over_time(plan, loss):
-    """Alg. 4's estimate when every preemptible server is lost at ``loss``.
+def take_over(plan, loss):
+    """The take-over (:mod:`opie.bot.takeover`) if every preemptible server
+    is lost at ``loss``.
 
-    The planned normal servers go on with their queues; the tasks the
-    preemptible servers still hold restart from scratch wherever Alg. 4
-    would put them, new normal servers within the limits included.
+    The planned normal servers keep the tasks they run then; every other
+    task not yet ended is mapped again, from scratch.
     """
-    job = plan.job
-    fleet = fleet_mod.Fleet(job)
-    place = placement.Placement(job, fleet)
-    held = []
+    fleet = fleet_mod.Fleet(plan.job)
+    movable = []
     for s in plan.servers:
         order = sorted(s.tasks, key=lambda x: x[1])
         if s.market == model.PREEMPTIBLE:
-            held += [t for t, _, end in order if end > loss]
+            movable += [t for t, _, end in order if end > loss]
             continue
         server = fleet_mod.Server(s.key, s.key, s.flavor, s.market, s.slots,
                                   0.0, s.boot_s)
-        server.active = loss >= s.boot_s
         server.running = {t: _Frozen(end) for t, start, end in order
                           if start <= loss < end}
-        server.waiting = [t for t, start, _ in order if start > loss]
-        server.state = (fleet_mod.BUSY if server.queue()
-                        else fleet_mod.IDLE)
+        movable += [t for t, start, _ in order if start > loss]
         fleet.add(server)
-    if not held:
-        return 0.0
-    return place.estimate_rt(held, loss, exclude=None)
+    return takeover.plan(fleet, loss, movable)
 
 
 def survives_loss(plan):
-    """Whether normal servers can take over at any loss before D.
-
-    Lost at time ``l``, every held task must find a place where Alg. 4
-    ends it before D (a finite ``rt``).
-    """
-    return all(loss + take_over_time(plan, loss) < plan.job.deadline_s
+    """Whether normal servers alone could finish the job by D, whenever
+    every preemptible server is lost."""
+    return all(take_over(plan, loss).finish < plan.job.deadline_s
                for loss in _loss_times(plan))
 
 
@@ -333,7 +328,7 @@ def primary_map(job):
     """The HADS map, or the normal-only baseline where that is safer.
 
     The baseline replaces the map when the normal servers the limits
-    allow could not take over from lost preemptible ones before D
+    allow could not take over from lost preemptible ones and end by D
     (:func:`survives_loss`), or when the map would bill more than the
     baseline even if nothing is lost.
     """

@@ -104,6 +104,15 @@ def _explain_misses(records, deadline, finish):
                    if r['limits'] else 'no server could end it before D')
             notes.append('t=%.0f s: task %s had no target meeting the '
                          'deadline (%s)' % (r['t'], r['task'], why))
+        elif r['event'] == 'take_over':
+            notes.append('t=%.0f s: the job was handed to normal servers, '
+                         'mapped to end at %.0f s; it ran longer than '
+                         'planned' % (r['t'], r['finish']))
+        elif r['event'] == 'take_over_lost':
+            why = ('limits bound: ' + ', '.join(r['limits'])
+                   if r['limits'] else 'no normal server is fast enough')
+            notes.append('t=%.0f s: normal servers alone could no longer '
+                         'end the job by the deadline (%s)' % (r['t'], why))
         elif r['event'] == 'stranded':
             notes.append('t=%.0f s: task %s stranded: no server and no '
                          'normal server allowed' % (r['t'], r['task']))

@@ -21,6 +21,19 @@ Servers of the primary map are created when the job starts.  Then:
 * a normal server is deleted at its cycle end: stranded tasks try again,
   since a normal limit just freed up.
 
+Behind all of this stands the take-over (:mod:`opie.bot.takeover`): the
+map of every task not yet safe onto normal servers alone, within the
+job's limits.  Each of HADS' estimates above looks at one server; the
+take-over looks at the whole job.  The scheduler holds a map and wakes up
+at its hand-over time ``D - (finish - now)``; then it maps again, and if
+the moment has come it hands the job over: every preemptible server is
+deleted, and every task not running on a normal server goes where the map
+puts it.  Two writes could make a held map late, and both check it first:
+starting a task on a normal server (:meth:`Scheduler._may_start`) and
+deleting an idle one the map uses (:meth:`Scheduler._may_give_up`).  If no
+map can end by D any more, the journal says so (``take_over_lost``, with
+the limits that bound) and HADS carries on alone.
+
 On a real cloud whose hibernation is OPIE's shelve mode, a server nobody
 resumed by its mtt is deleted once its tasks moved (``drop_at_mtt``): the
 client stops trying to unshelve it.  ``adopt`` continues a job a killed
@@ -31,11 +44,13 @@ no server can end before D goes where it ends soonest; the journal says
 which limit stopped a new normal server, so a late job can be explained.
 """
 import bisect
+import math
 
 from opie.bot import fleet as fleet_mod
 from opie.bot import model
 from opie.bot import placement
 from opie.bot import ports
+from opie.bot import takeover
 
 
 def server_name(job, key):
@@ -78,6 +93,12 @@ class Scheduler:
         self.finished = False
         self._new_normal = 0
         self.drop_at_mtt = drop_at_mtt
+        self.taken_over = False
+        self._take_over_due = False
+        self._take_over_timer = None
+        self._map = None
+        self._latest = None
+        self._hopeless = False
         cloud.watch(self._server_event)
         runner.watch(self._task_event)
 
@@ -128,8 +149,9 @@ class Scheduler:
             server = self._create(ps.flavor, ps.market, ps.key, 'plan')
             server.waiting = [t for t, _, _ in
                               sorted(ps.tasks, key=lambda x: x[1])]
+        self._watch()
 
-    def adopt(self, servers, done, new_normal):
+    def adopt(self, servers, done, new_normal, taken_over=False):
         """Continue the job of a killed client.
 
         ``servers`` (:class:`Adopted`) are the servers the journal and the
@@ -139,7 +161,9 @@ class Scheduler:
         Running tasks stay where they are.  The other unfinished tasks
         were queued, stranded, or on their way to a new server when the
         client died: they go through Alg. 6 again, as if their server had
-        just been lost.
+        just been lost.  A job the take-over had handed to normal servers
+        (``taken_over``) is handed over again at once, so that no
+        preemptible server runs any of it again.
         """
         self.done = set(done)
         for task_id in self.done:
@@ -166,12 +190,19 @@ class Scheduler:
         if len(self.done) == len(self.fleet.tasks):
             self._finish()
             return
+        if taken_over:
+            plan = takeover.plan(self.fleet, self.now(), self._at_risk())
+            if plan.finish != math.inf:
+                self._take_over(plan)
+                return
         self._migrate(pending, None)
         for server in self.fleet.in_state(fleet_mod.IDLE):
             self._became_idle(server)
+        self._watch()
 
     def _finish(self):
         self.finished = True
+        self._keep(None)
         self._log('done', tasks=len(self.done))
         for server in self.fleet.live():
             self._delete(server, 'job done')
@@ -189,6 +220,7 @@ class Scheduler:
                    ports.RESUMED: self._on_resumed,
                    ports.TERMINATED: self._on_terminated}[event.kind]
         handler(server)
+        self._watch()
 
     def _task_event(self, event):
         server = self.fleet.servers[event.server_id]
@@ -203,6 +235,7 @@ class Scheduler:
         self._dispatch(server)
         if not server.running and not server.waiting:
             self._became_idle(server)
+        self._watch(progress=True)
 
     def _on_active(self, server):
         server.active = True
@@ -273,6 +306,7 @@ class Scheduler:
             self._migrate_frozen(server)
             if self.drop_at_mtt:
                 self._delete(server, 'not resumed by its mtt')
+        self._watch()
 
     def _on_resumed(self, server):
         now = self.now()
@@ -310,7 +344,10 @@ class Scheduler:
     def _dispatch(self, server):
         while (server.active and server.state == fleet_mod.BUSY
                and server.waiting and len(server.running) < server.slots):
-            task_id = server.waiting.pop(0)
+            task_id = server.waiting[0]
+            if not server.spot and not self._may_start(server, task_id):
+                return
+            server.waiting.pop(0)
             run = self.fleet.run_for(task_id, server.flavor, server.market)
             if run.start > 0:
                 self.runner.restore(server.id, task_id, run,
@@ -333,13 +370,22 @@ class Scheduler:
 
     def _cycle_end(self, server):
         server.ac_timer = None
-        if server.state == fleet_mod.IDLE:
-            self._delete(server, 'idle at the end of its allocation cycle')
-            if not server.spot and self.stranded:
-                # A normal limit just freed up.
-                stranded, self.stranded = self.stranded, []
-                self._migrate(stranded, None)
-            self._recheck_mtt()
+        if server.state != fleet_mod.IDLE:
+            return
+        if not server.spot and not self._may_give_up(server):
+            self._log('server_kept', server=server.id,
+                      reason='the take-over needs it')
+            # Past the end just reached, whatever the rounding of now.
+            end = server.ac_end(self.now() + 1.0, self.job.policy.ac_s)
+            server.ac_timer = self.clock.call_at(end, self._cycle_end, server)
+            return
+        self._delete(server, 'idle at the end of its allocation cycle')
+        if not server.spot and self.stranded:
+            # A normal limit just freed up.
+            stranded, self.stranded = self.stranded, []
+            self._migrate(stranded, None)
+        self._recheck_mtt()
+        self._watch()
 
     def _busy(self, server):
         if server.ac_timer is not None:
@@ -468,6 +514,214 @@ class Scheduler:
             self._dispatch(server)
         if touched:
             self._recheck_mtt()
+
+    # -- the take-over (opie.bot.takeover) -------------------------------
+
+    def _exposed(self):
+        """Whether D may still be missed: a task is on a preemptible
+        server or stranded, or the normal servers' queues end past D."""
+        if self.stranded:
+            return True
+        finish = self.now()
+        for server in self.fleet.live():
+            if server.spot:
+                if server.queue():
+                    return True
+            else:
+                finish = max(finish, self.fleet.projection(
+                    server, self.now())[0].finish)
+        return finish > self.deadline
+
+    def _at_risk(self):
+        """The tasks the take-over maps: unfinished and not running on a
+        normal server."""
+        fixed = {t for s in self.fleet.live() if not s.spot
+                 for t in s.running}
+        return [t for t in self.fleet.tasks
+                if t not in self.done and t not in fixed]
+
+    def _watch(self, progress=False):
+        """After each event: map again if the map in hand no longer shows
+        the job can wait (after a task ended, if no map could end by D).
+
+        Nothing but time and the writes :meth:`_may_start` and
+        :meth:`_may_give_up` check can make the map end later: a task
+        that ends, a checkpoint read or a server lost leaves the map's
+        servers and queue orders as good as they were (a list schedule in
+        a fixed order never ends later on shorter or fewer tasks).  So the
+        map is made again only when its hand-over time comes, or when
+        there is none.
+        """
+        if self.taken_over or self.finished:
+            return
+        if self._hopeless:
+            if progress:
+                self._remap()
+        elif (self._map is None or self._take_over_due
+                or self._latest <= self.now()):
+            self._remap()
+
+    def _wake(self):
+        self._take_over_timer = None
+        self._remap()
+
+    def _remap(self):
+        """Map the tasks at risk; hand the job over if it is time."""
+        if self.taken_over or self.finished:
+            return
+        due, self._take_over_due = self._take_over_due, False
+        if not self._exposed():
+            self._keep(None)
+            self._release(due)
+            return
+        plan = takeover.plan(self.fleet, self.now(), self._at_risk(),
+                             previous=self._map)
+        if plan.finish > self.deadline:
+            # No hand-over can save D any more: HADS carries on alone.
+            if not self._hopeless:
+                self._log('take_over_lost', limits=plan.limits,
+                          finish=plan.finish if plan.finish != math.inf
+                          else None)
+            self._hopeless = True
+            self._keep(None)
+            self._release(due)
+        elif due or (plan.latest_start(self.deadline)
+                     < self.now() + takeover.PRECISION_S):
+            self._keep(None)
+            self._take_over(plan)
+        else:
+            self._hopeless = False
+            self._keep(plan)
+
+    def _release(self, held):
+        """Start what :meth:`_may_start` held back for a hand-over that
+        is not coming."""
+        if held:
+            for server in self.fleet.live():
+                self._dispatch(server)
+
+    def _keep(self, plan, latest=None):
+        """Hold ``plan`` and wake up at its hand-over time (or earlier)."""
+        if self._take_over_timer is not None:
+            self.clock.cancel(self._take_over_timer)
+            self._take_over_timer = None
+        self._map = plan
+        if plan is None:
+            return
+        self._latest = (plan.latest_start(self.deadline) if latest is None
+                        else latest)
+        self._take_over_timer = self.clock.call_at(self._latest, self._wake)
+
+    def _in_map(self, server):
+        return self._map is not None and any(
+            t.server is server for t in self._map.targets)
+
+    def _may_start(self, server, task_id):
+        """Whether starting ``task_id`` on normal ``server`` leaves the
+        take-over able to end by D.
+
+        A task started on a normal server stays there, so the take-over
+        loses the choice of where it runs.  On a server the map uses, the
+        run holds one slot for its length, which delays the map's queue
+        there by no more: the hand-over time moves that much earlier.
+        Elsewhere, or when that would be now, the job is mapped with the
+        task fixed there; if that map cannot end by D either, the job is
+        handed over at the end of the event instead, with the task still
+        free to go where the take-over puts it.
+        """
+        if self.taken_over or self._hopeless:
+            return True
+        if self._take_over_due:
+            return False
+        if not self._exposed():
+            return True
+        now = self.now()
+        run = self.fleet.run_for(task_id, server.flavor, server.market)
+        if self._in_map(server) and self._latest - run.wall_s > now:
+            self._keep(self._map, self._latest - run.wall_s)
+            return True
+        tasks = self._at_risk()
+        server.running[task_id] = fleet_mod.Running(run, now)
+        try:
+            plan = takeover.plan(self.fleet, now,
+                                 [t for t in tasks if t != task_id],
+                                 previous=self._map)
+        finally:
+            del server.running[task_id]
+        if plan.latest_start(self.deadline) > now:
+            self._keep(plan)
+            return True
+        self._take_over_due = True
+        return False
+
+    def _may_give_up(self, server):
+        """Whether the take-over still ends by D without idle ``server``.
+
+        In the map, a new server of the same flavor may take its place
+        after a boot, which delays the map by at most alpha: if the
+        hand-over time allows that, it moves earlier by alpha; otherwise
+        the job is mapped without the server.
+        """
+        if (self.taken_over or self._hopeless or not self._in_map(server)
+                or not self._exposed()):
+            return True
+        if self._latest - self.alpha > self.now():
+            for target in self._map.targets:
+                if target.server is server:
+                    target.server = None
+            self._keep(self._map, self._latest - self.alpha)
+            return True
+        plan = takeover.plan(self.fleet, self.now(), self._at_risk(),
+                             without=server, previous=self._map)
+        if plan.latest_start(self.deadline) > self.now():
+            self._keep(plan)
+            return True
+        return False
+
+    def _take_over(self, plan):
+        """Put every task at risk where the take-over maps it; from now on
+        the job runs on normal servers only."""
+        self.taken_over = True
+        tasks = self._at_risk()
+        source = {t: s.id for s in self.fleet.live() for t in s.queue()}
+        for server in self.fleet.live():
+            if server.spot:
+                for task_id in server.running:
+                    self.runner.kill(server.id, task_id)
+                server.running.clear()
+            server.waiting = []
+            server.changed()
+        self.stranded = []
+        # Killed runs wrote their last checkpoints: map again with those;
+        # the map found before still counts, on the shorter tasks.
+        for task_id in tasks:
+            latest = self.checkpoints.latest(task_id)
+            self.fleet.saved[task_id] = latest.fraction if latest else 0.0
+        plan = takeover.plan(self.fleet, self.now(), tasks, previous=plan)
+        self._log('take_over', finish=plan.finish, tasks=len(tasks),
+                  servers=len(plan.targets))
+        kept = {id(t.server) for t in plan.targets}
+        for server in self.fleet.live():
+            if server.spot:
+                self._delete(server, 'the job was taken over by normal '
+                             'servers')
+            elif not server.running and id(server) not in kept:
+                self._delete(server, 'not in the take-over')
+        for target in plan.targets:
+            server = target.server
+            if server is None:
+                self._new_normal += 1
+                server = self._create(target.flavor, model.NORMAL,
+                                      'm%d' % self._new_normal, 'take-over')
+            server.waiting = list(target.tasks)
+            server.changed()
+            for task_id in target.tasks:
+                self._log('task_migrate', task=task_id,
+                          src=source.get(task_id), dst=server.id,
+                          via='take-over', saved=self.fleet.saved[task_id])
+            if server.state == fleet_mod.IDLE:
+                self._busy(server)
+            self._dispatch(server)
 
     # -- progress ---------------------------------------------------------
 

@@ -237,7 +237,8 @@ def _adopt(ctx, job):
              for t, a in tasks.items() if t not in done}))
     new_normal = max([int(r['key'][1:]) for r in created.values()
                       if r['key'].startswith('m')] or [0])
-    ctx.scheduler.adopt(adopted, done, new_normal)
+    taken_over = any(r['event'] == 'take_over' for r in records)
+    ctx.scheduler.adopt(adopted, done, new_normal, taken_over)
     ctx.resumed = True
 
 

@@ -92,6 +92,8 @@ class SimCloud(ports.Cloud):
         hit = [s for s in self.live(flavor_name)
                if s.hibernated_since is None]
         for server in hit:
+            if server.ended is not None:
+                continue    # deleted by the client on an earlier event
             server.hibernated_since = self.clock.now()
             if server.boot_timer is not None:
                 self.clock.cancel(server.boot_timer)
@@ -106,6 +108,8 @@ class SimCloud(ports.Cloud):
         hit = [s for s in self.live(flavor_name)
                if s.hibernated_since is not None]
         for server in hit:
+            if server.ended is not None:
+                continue
             server.thaw(self.clock.now())
             if not server.active:
                 self._boot(server)
@@ -117,6 +121,8 @@ class SimCloud(ports.Cloud):
         """Preempt every live preemptible server of a flavor for good."""
         hit = self.live(flavor_name)
         for server in hit:
+            if server.ended is not None:
+                continue
             self._end(server)
             self._tell('server_lost', server.id)
             self._emit(ports.TERMINATED, server)

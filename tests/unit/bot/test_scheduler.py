@@ -79,13 +79,16 @@ def test_terminate_migrates_at_once():
 
 def test_late_hibernation_migrates_at_once_when_mtt_is_past():
     # Past latest_safe the planner would not put these tasks on a
-    # preemptible server; the scheduler must cope anyway.
+    # preemptible server; the scheduler must cope anyway.  mtt is
+    # 1000 - (180 + 400 + 180) = 240; the take-over would hand the job
+    # to normal servers at 1000 - (180 + 400) = 420.
     job = helpers.job([400, 400], deadline=1000.0)
     plan = _hand_plan(job, [('p0', model.PREEMPTIBLE, ['t00', 't01'])])
-    result = backend.run(plan, trace=_trace((600, 'hibernate')))
+    result = backend.run(plan, trace=_trace((300, 'hibernate')))
     (mtt,) = _events(result, 'mtt')
-    assert mtt['mtt'] < mtt['t'] == 600
-    assert {m['t'] for m in _events(result, 'task_migrate')} == {600}
+    assert mtt['mtt'] < mtt['t'] == 300
+    assert {m['t'] for m in _events(result, 'task_migrate')} == {300}
+    assert not _events(result, 'take_over')
     assert report.build(result)['result']['deadline_met']
 
 
