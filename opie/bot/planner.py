@@ -277,14 +277,16 @@ def _loss_times(plan):
     return [0.0, plan.job.policy.alpha_s] + before
 
 
-def take_over(plan, loss):
+def take_over(plan, loss, fleet=None):
     """The take-over (:mod:`opie.bot.takeover`) if every preemptible server
     is lost at ``loss``.
 
     The planned normal servers keep the tasks they run then; every other
-    task not yet ended is mapped again, from scratch.
+    task not yet ended is mapped again, from scratch.  A ``fleet`` of the
+    plan's job may be passed in to keep its run times between calls.
     """
-    fleet = fleet_mod.Fleet(plan.job)
+    fleet = fleet or fleet_mod.Fleet(plan.job)
+    fleet.servers.clear()
     movable = []
     for s in plan.servers:
         order = sorted(s.tasks, key=lambda x: x[1])
@@ -303,7 +305,8 @@ def take_over(plan, loss):
 def survives_loss(plan):
     """Whether normal servers alone could finish the job by D, whenever
     every preemptible server is lost."""
-    return all(take_over(plan, loss).finish < plan.job.deadline_s
+    fleet = fleet_mod.Fleet(plan.job)
+    return all(take_over(plan, loss, fleet).finish < plan.job.deadline_s
                for loss in _loss_times(plan))
 
 
