@@ -40,6 +40,18 @@ class Choice:
     limits: typing.Tuple[str, ...] = ()   # which limits stopped a new one
 
 
+def full_limits(job, used, names):
+    """Names of the normal limits that ``used`` (normal servers per flavor
+    name) fills, for the flavors ``names`` and ``max_normal``; the journal
+    and the report name limits this way."""
+    full = ['normal limit of %s (%d)' % (name, job.flavors[name].limits[
+        model.NORMAL]) for name in names
+        if used.get(name, 0) >= job.flavors[name].limits[model.NORMAL]]
+    if sum(used.values()) >= job.policy.max_normal:
+        full.append('max_normal (%d)' % job.policy.max_normal)
+    return tuple(full)
+
+
 class Placement:
     def __init__(self, job, fleet):
         self.job = job
@@ -67,17 +79,9 @@ class Placement:
 
     def limits_hit(self, flavor, extra=None):
         """Names of the normal limits that forbid one more ``flavor``."""
-        extra = extra or {}
-        hit = []
-        counts = self.fleet.normal_counts()
-        used = counts[flavor.name] + extra.get(flavor.name, 0)
-        if used >= flavor.limits[model.NORMAL]:
-            hit.append('normal limit of %s (%d)'
-                       % (flavor.name, flavor.limits[model.NORMAL]))
-        total = sum(counts.values()) + sum(extra.values())
-        if total >= self.job.policy.max_normal:
-            hit.append('max_normal (%d)' % self.job.policy.max_normal)
-        return tuple(hit)
+        used = self.fleet.normal_counts()
+        used.update(extra or {})
+        return full_limits(self.job, used, [flavor.name])
 
     def candidates(self, exclude):
         """Idle and busy servers in Alg. 6 order, as two sorted lists."""

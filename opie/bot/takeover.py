@@ -38,6 +38,7 @@ import math
 import typing
 
 from opie.bot import model
+from opie.bot import placement
 from opie.bot import projection
 
 EPSILON_S = 1e-6
@@ -111,7 +112,7 @@ class TakeOver:
         lo = self.now + limit - self.finish
         if lo < self.now or self.finish_at(lo + PRECISION_S) > limit:
             return lo
-        hi = max(lo, limit)
+        hi = limit
         while hi - lo > PRECISION_S:
             mid = (lo + hi) / 2
             if self.finish_at(mid) <= limit:
@@ -278,14 +279,7 @@ def _nowhere(now, task_id, limits=()):
 
 
 def _full(job, used):
-    """The normal limits ``used`` reaches, named as the journal names
-    them (:meth:`opie.bot.placement.Placement.limits_hit`)."""
-    full = ['normal limit of %s (%d)' % (name, job.flavors[name].limits[
-        model.NORMAL]) for name, n in sorted(used.items())
-        if n >= job.flavors[name].limits[model.NORMAL]]
-    if sum(used.values()) >= job.policy.max_normal:
-        full.append('max_normal (%d)' % job.policy.max_normal)
-    return tuple(full)
+    return placement.full_limits(job, used, sorted(used))
 
 
 def _room(job, name, used):
