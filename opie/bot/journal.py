@@ -68,6 +68,12 @@ def path_for(directory, job_id):
     return os.path.join(directory, '%s.sqlite' % job_id)
 
 
+def _recorded_pid(fd):
+    """The pid written in a lock file, or None while it is empty."""
+    text = os.pread(fd, 32, 0).decode(errors='replace').strip()
+    return int(text) if text.isdigit() else None
+
+
 class Journal(ports.StateStore):
     def __init__(self, path, create=False):
         if not create and not os.path.exists(path):
@@ -100,7 +106,7 @@ class Journal(ports.StateStore):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors='replace').strip()
+            holder = _recorded_pid(fd)
             os.close(fd)
             raise JournalBusy(
                 'another opie-bot (pid %s) is driving this job; stop it '
@@ -111,15 +117,26 @@ class Journal(ports.StateStore):
 
     def driven(self):
         """True while some client holds the job's lock."""
+        return self._writer() is not None
+
+    def writer(self):
+        """The pid of the client holding the job's lock, or None: no
+        client holds it, or the holder has not written its pid yet (it
+        writes it just after taking the lock)."""
+        return self._writer() or None
+
+    def _writer(self):
+        """None when no client holds the lock, else its recorded pid
+        (0 until it is written)."""
         try:
             fd = self._open_lock(os.O_RDONLY)
         except JournalError:
-            return False
+            return None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return False
+            return None
         except BlockingIOError:
-            return True
+            return _recorded_pid(fd) or 0
         finally:
             os.close(fd)
 

@@ -90,7 +90,9 @@ class Tenant(base.BotCloud):
         first = self.spawn(demo.resume_command(self.dir, job_id), 'resume')
         journal = journal_mod.Journal(journal_mod.path_for(
             os.path.join(self.dir, 'jobs'), job_id))
-        while not journal.driven():
+        # Driven, and its pid written: the second client's message
+        # names it.
+        while journal.writer() != first.pid:
             self.assertIsNone(first.poll(), self.output('resume'))
             time.sleep(0.1)
         # Held still so it cannot finish while the second one starts.

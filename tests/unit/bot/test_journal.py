@@ -1,4 +1,5 @@
 """The SQLite journal: durable, ordered, and never holds a secret."""
+import fcntl
 import json
 import os
 import signal
@@ -54,9 +55,27 @@ def test_one_writer_per_journal(tmp_path):
     with pytest.raises(journal_mod.JournalBusy,
                        match='pid %d' % os.getpid()):
         second.lock()
+    assert second.writer() == os.getpid()
     first.close()       # as when its process dies: the OS frees the lock
     assert not second.driven()
+    assert second.writer() is None
     second.lock()
+
+
+def test_a_writer_that_has_not_written_its_pid_yet(tmp_path):
+    # The holder writes its pid just after taking the lock; a reader in
+    # between sees a driven job whose writer is not known yet.
+    path = str(tmp_path / 'j.sqlite')
+    journal = journal_mod.Journal(path, create=True)
+    fd = os.open(path + '.lock', os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert journal.driven()
+        assert journal.writer() is None
+        with pytest.raises(journal_mod.JournalBusy, match=r'pid \?'):
+            journal.lock()
+    finally:
+        os.close(fd)
 
 
 def test_missing_or_foreign_file_is_a_journal_error(tmp_path):
