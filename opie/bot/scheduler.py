@@ -270,8 +270,12 @@ class Scheduler:
         """Eq. 4: migrate ``server``'s frozen tasks at mtt, or now."""
         rt = self._estimate_rt(server)
         server.mtt = self.deadline - (rt + self.alpha)
-        self._log('mtt', server=server.id, mtt=server.mtt,
-                  rt=rt if rt != float('inf') else None)
+        # No server can take the tasks (rt infinite): migrate now, and
+        # journal the unknown as null, which every JSON reader reads.
+        known = math.isfinite(rt)
+        self._log('mtt', server=server.id,
+                  mtt=server.mtt if known else None,
+                  rt=rt if known else None)
         if server.mtt <= self.now():
             self._mtt_reached(server)
         else:

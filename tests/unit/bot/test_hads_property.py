@@ -23,6 +23,7 @@ variant.
 import collections
 import dataclasses
 import functools
+import json
 import os
 import random
 
@@ -131,8 +132,9 @@ def adversaries(plan, rng):
                                               preemption.TERMINATE)
     early = rng.uniform(0.0, max(plan.dspot, 1.0))
     first = _all_flavors(job, early, preemption.HIBERNATE)
-    mtts = [r['mtt'] for r in _events(backend.run(plan, trace=first),
-                                      'mtt')]
+    # A server no other can relieve has no mtt: it migrates at once.
+    mtts = [early if r['mtt'] is None else r['mtt']
+            for r in _events(backend.run(plan, trace=first), 'mtt')]
     if mtts:
         back = max(min(mtts) - 1.0, early)
         yield 'resume-before-mtt', first + _all_flavors(
@@ -161,6 +163,15 @@ def runs(plan, rng):
                                        mode=preemption.TERMINATE)
     for label, trace in adversaries(plan, rng):
         yield label, backend.run(plan, trace=trace)
+
+
+def _strict_json(records):
+    """True if any JSON reader reads the journal: no NaN, no infinity."""
+    try:
+        json.dumps(records, allow_nan=False)
+    except ValueError:
+        return False
+    return True
 
 
 def finishes(result):
@@ -207,6 +218,8 @@ def check_job(index):
                 result.finished or base.finished) and (
                 set(done) != {t.id for t in job.tasks}):
             problems.append('%s: tasks not run exactly once' % label)
+        if not _strict_json(result.records):
+            problems.append('%s: journal not strict JSON' % label)
         if not base_meets:
             continue
         figures['guaranteed'] += 1
