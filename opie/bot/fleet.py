@@ -111,6 +111,7 @@ class Fleet:
                         if f.limits[model.NORMAL] > 0]
         self._redo = {}
         self._checkpoints = {}
+        self._spare = {}
 
     def slots(self, flavor):
         return self._slots[flavor.name]
@@ -196,9 +197,15 @@ class Fleet:
         The paper's e_m is the run time on the server's own flavor; the
         re-run is on a normal server, so the longer of the two counts.
         """
-        redo = self.redo_flavor(task_id)
-        own = self.runtime(task_id, flavor)
-        return own if redo is None else max(own, self.runtime(task_id, redo))
+        key = (task_id, flavor.name)
+        spare = self._spare.get(key)
+        if spare is None:
+            redo = self.redo_flavor(task_id)
+            own = self.runtime(task_id, flavor)
+            spare = self._spare[key] = (
+                own if redo is None else max(own, self.runtime(task_id,
+                                                               redo)))
+        return spare
 
     def projection(self, server, now):
         """(Projection, expected start of each waiting task) at ``now``."""
@@ -215,6 +222,20 @@ class Fleet:
                   for t in server.waiting]
         server.cache = (key, proj, starts)
         return proj, starts
+
+    def enqueue(self, server, task_id, now):
+        """Append ``task_id`` to ``server``'s queue, carrying over its
+        projection at ``now`` if it holds one (one slot to update instead
+        of the whole queue to project again)."""
+        cached = server.cache
+        server.waiting.append(task_id)
+        server.changed()
+        if cached is None or cached[0] != (server.version - 1, now):
+            return
+        proj = cached[1].copy()
+        start = proj.add(self.wall(task_id, server.flavor, server.market),
+                         self.spare(task_id, server.flavor))
+        server.cache = ((server.version, now), proj, cached[2] + [start])
 
     def empty_projection(self, flavor, ready):
         return projection.Projection([ready] * self.slots(flavor))

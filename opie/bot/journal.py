@@ -8,10 +8,19 @@ at any point leaves every decision it acted on in the journal, and
 ``opie-bot resume`` continues from there.
 
 One client drives a job at a time: :meth:`Journal.lock` takes an
-exclusive ``flock`` on ``<journal>.lock``, which the OS releases when the
-holder exits or dies, so a second ``resume`` (or a ``cancel`` while a
+exclusive ``flock`` on the journal file itself, which the OS releases when
+the holder exits or dies, so a second ``resume`` (or a ``cancel`` while a
 client runs) stops with one line before it reads or touches anything,
-and a crashed client never leaves a stale lock behind.
+and a crashed client never leaves a stale lock behind.  The lock is the
+journal's inode, not a file beside it: a hard link is the same journal
+and the same lock, a moved journal keeps its lock (and a client looking
+for it by its old name finds no journal), and nothing the directory holds
+can make taking the lock write anywhere.  The holder's pid comes from the
+kernel's table of locks, so it is known the moment the lock is taken.
+SQLite locks with ``fcntl``, which Linux keeps apart from ``flock``; the
+journal opens its lock descriptor before SQLite opens the file and
+closes it after, because closing any descriptor of a file drops every
+``fcntl`` lock the process holds on it.
 
 Credentials never come here: the settings are the tenant's own job file
 and options, which name a cloud of clouds.yaml or say "OS_* variables",
@@ -54,8 +63,10 @@ IDENTIFIERS = frozenset(('event', 'task', 'server', 'servers', 'kept',
                          'image', 'nonce'))
 # A job name (see opie.bot.schema) and a random suffix.
 JOB_ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,43}-[0-9a-f]{6}')
-# Opening a lock file: never through a link, never blocking on a FIFO.
-_LOCK_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+# Opening a journal: never through a link, never blocking on a FIFO.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC \
+    | os.O_NOCTTY
+PROC_LOCKS = '/proc/locks'
 REDACTED = '[redacted]'
 
 
@@ -68,52 +79,89 @@ def path_for(directory, job_id):
     return os.path.join(directory, '%s.sqlite' % job_id)
 
 
-def _recorded_pid(fd):
-    """The pid written in a lock file, or None while it is empty."""
-    text = os.pread(fd, 32, 0).decode(errors='replace').strip()
-    return int(text) if text.isdigit() else None
+def _holder_pid(fd):
+    """The pid holding an exclusive ``flock`` on ``fd``'s file, from
+    Linux's ``/proc/locks``; None where the kernel does not say."""
+    info = os.fstat(fd)
+    inode = str(info.st_ino)
+    ours = '%02x:%02x:%s' % (os.major(info.st_dev), os.minor(info.st_dev),
+                             inode)
+    same_file, same_inode = set(), set()
+    try:
+        with open(PROC_LOCKS, encoding='ascii', errors='replace') as f:
+            rows = [line.split() for line in f]
+    except OSError:
+        return None
+    for row in rows:
+        # "1: FLOCK  ADVISORY  WRITE 1928 fe:00:2148314 0 EOF"; a waiter
+        # reads "1: -> FLOCK ...", a POSIX lock "POSIX", a shared "READ".
+        if row[1:4] != ['FLOCK', 'ADVISORY', 'WRITE'] or len(row) < 6:
+            continue
+        if row[5] == ours:
+            same_file.add(row[4])
+        elif row[5].rpartition(':')[2] == inode:
+            # Overlay filesystems may name another device than fstat.
+            same_inode.add(row[4])
+    pids = same_file or same_inode
+    pid = pids.pop() if len(pids) == 1 else ''
+    return int(pid) if pid.isdigit() and int(pid) > 0 else None
+
+
+def _open_journal(path, create):
+    """A descriptor of the journal file, only if it is a regular file of
+    this user (a new one, readable by this user alone, if ``create``)."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS | (os.O_CREAT if create else 0),
+                     0o600)
+    except FileNotFoundError:
+        raise JournalError('no journal %s' % path) from None
+    except OSError as exc:
+        raise JournalError('%s: %s' % (path, exc.strerror)) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+        os.close(fd)
+        raise JournalError('%s: not a regular file of this user' % path)
+    return fd
 
 
 class Journal(ports.StateStore):
     def __init__(self, path, create=False):
-        if not create and not os.path.exists(path):
-            raise JournalError('no journal %s' % path)
         if create:
             os.makedirs(os.path.dirname(os.path.abspath(path)),
                         exist_ok=True)
+        self.path = path
+        self.secrets = ()
+        self._held = False
+        self._fd = _open_journal(path, create)
+        self._db = None
         try:
             self._db = sqlite3.connect(path, isolation_level=None)
             self._db.execute('PRAGMA journal_mode=WAL')
             self._db.execute('PRAGMA synchronous=FULL')
             self._db.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise JournalError('%s: %s' % (path, exc)) from None
-        self.path = path
-        self.secrets = ()
-        self._lock = None
 
     def close(self):
-        self._db.close()
-        if self._lock is not None:
-            os.close(self._lock)
-            self._lock = None
+        if self._db is not None:
+            self._db.close()
+        if self._fd is not None:
+            os.close(self._fd)  # after SQLite: see the module docstring
+            self._fd = None
 
     # -- one writer ---------------------------------------------------------
 
     def lock(self):
         """Become the job's only writer, or :class:`JournalBusy`."""
-        fd = self._open_lock(os.O_RDWR | os.O_CREAT)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _recorded_pid(fd)
-            os.close(fd)
+            holder = _holder_pid(self._fd)
             raise JournalBusy(
-                'another opie-bot (pid %s) is driving this job; stop it '
-                'first' % (holder or '?')) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, b'%d\n' % os.getpid())
-        self._lock = fd
+                'another opie-bot%s is driving this job; stop it first'
+                % (' (pid %d)' % holder if holder else '')) from None
+        self._held = True
 
     def driven(self):
         """True while some client holds the job's lock."""
@@ -121,38 +169,20 @@ class Journal(ports.StateStore):
 
     def writer(self):
         """The pid of the client holding the job's lock, or None: no
-        client holds it, or the holder has not written its pid yet (it
-        writes it just after taking the lock)."""
+        client holds it, or the kernel does not say who."""
         return self._writer() or None
 
     def _writer(self):
-        """None when no client holds the lock, else its recorded pid
-        (0 until it is written)."""
+        """None when no client holds the lock, else its pid (0 when the
+        kernel does not say)."""
+        if self._held:
+            return os.getpid()  # a shared lock here would give ours up
         try:
-            fd = self._open_lock(os.O_RDONLY)
-        except JournalError:
-            return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return None
+            fcntl.flock(self._fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            return _recorded_pid(fd) or 0
-        finally:
-            os.close(fd)
-
-    def _open_lock(self, flags):
-        """The lock file, only if it is a regular file of this user."""
-        path = self.path + '.lock'
-        try:
-            fd = os.open(path, flags | _LOCK_FLAGS, 0o600)
-        except OSError as exc:
-            raise JournalError('%s: %s' % (path, exc.strerror)) from None
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
-            os.close(fd)
-            raise JournalError('%s: not a regular file of this user'
-                               % path)
-        return fd
+            return _holder_pid(self._fd) or 0
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        return None
 
     # -- settings ---------------------------------------------------------
 

@@ -190,6 +190,18 @@ class Placement:
             return True
         return False
 
+    def billed_past_cycles(self, servers, now):
+        """What ``servers`` bill past the allocation cycles they have
+        paid, their queues as they stand ($ per hour x seconds).
+
+        A server is deleted at the end of the cycle in which its queue
+        ends (A10), so each cycle its queue reaches into is billed whole.
+        """
+        ac = self.job.policy.ac_s
+        return sum(s.price_h * (s.ac_end(self.fleet.projection(s, now)[0]
+                                         .finish, ac) - s.ac_end(now, ac))
+                   for s in servers)
+
     def stealable(self, thief, now):
         """Alg. 8: (victim, [(task id, its expected end there)]) pairs."""
         ac = self.job.policy.ac_s

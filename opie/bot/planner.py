@@ -21,9 +21,9 @@ number past the deadline is a risk line, not an error (A4).
 
 The map is kept only if normal servers alone could finish the job by D
 (the take-over, :mod:`opie.bot.takeover`) with every preemptible server
-lost at once, at the start, at the boot or just before any of their tasks
-ends (:func:`survives_loss`), and if it bills no more than the baseline
-when nothing is lost; otherwise the plan is the baseline itself.
+lost at once, at any moment (:func:`survives_loss`), and if it bills no
+more than the baseline when nothing is lost; otherwise the plan is the
+baseline itself.
 
 The normal-only baseline runs the very same map with every server normal
 and no checkpoints, as the paper's Table 9 does, when that map keeps to
@@ -42,6 +42,7 @@ from opie.bot import model
 from opie.bot import projection
 from opie.bot import takeover
 from opie.bot import wrr
+from opie.bot.sim import backend
 
 
 class PlanError(Exception):
@@ -247,8 +248,11 @@ class _Builder:
                     risks=self.risks)
 
 
-# Loss times the take-over check tries, at most, besides the start and
-# the boot.
+# The loss times the take-over check tries, besides the start: just before
+# every end of a preemptible task and every start on a normal server, on a
+# map with up to EXACT_LOSSES of them; on a longer map, LOSS_SAMPLES spread
+# evenly and LOSS_SAMPLES where the least time is left for the most work.
+EXACT_LOSSES = 256
 LOSS_SAMPLES = 16
 
 
@@ -260,21 +264,61 @@ class _Frozen:
         self.end = end
 
 
-def _loss_times(plan):
+def _loss_times(plan, fleet):
     """When losing every preemptible server at once hurts most.
 
-    Just before a task ends it holds the most lost work; at the start and
-    at the boot the most tasks are left (at the start, the planned normal
-    servers run nothing yet, so the take-over may choose other flavors).
-    A long map is sampled evenly.
+    What the take-over must map changes only when a preemptible task ends
+    (one task less to map) or a planned normal server starts one (the task
+    stays where the plan put it).  In between, the later the loss the
+    later the take-over starts, so the worst moment between two changes
+    is just before the second, and the start is the worst before the
+    first.
     """
-    ends = sorted({end for s in plan.servers
-                   if s.market == model.PREEMPTIBLE for _, _, end in s.tasks})
-    if len(ends) > LOSS_SAMPLES:
-        step = len(ends) / LOSS_SAMPLES
-        ends = [ends[int(i * step)] for i in range(LOSS_SAMPLES)] + ends[-1:]
-    before = [max(e - 1e-6, 0.0) for e in ends]
-    return [0.0, plan.job.policy.alpha_s] + before
+    changes = {end if s.market == model.PREEMPTIBLE else start
+               for s in plan.servers for _, start, end in s.tasks}
+    losses = [max(t - 1e-6, 0.0) for t in sorted(changes)]
+    if len(losses) > EXACT_LOSSES:
+        step = len(losses) / LOSS_SAMPLES
+        even = {losses[int(i * step)] for i in range(LOSS_SAMPLES)}
+        losses = sorted(even | {losses[-1]} | set(
+            _tightest(plan, losses, fleet, LOSS_SAMPLES)))
+    return [0.0] + losses
+
+
+def _tightest(plan, losses, fleet, count):
+    """The ``count`` loss times with the latest bound on the take-over's
+    end: the loss plus the longest lost task, or plus the lost work spread
+    over every slot the normal limits allow, whichever is more.
+
+    A task is lost if it is on a preemptible server and not ended, or on a
+    normal server and not started; it counts at its shortest run on a
+    normal flavor it fits.
+    """
+    job = plan.job
+    flavors = [f for f in job.flavors.values() if f.limits[model.NORMAL]]
+    if not flavors:
+        return losses[:count]
+    slots = min(job.policy.max_normal * max(job.slots(f) for f in flavors),
+                sum(f.limits[model.NORMAL] * job.slots(f) for f in flavors))
+
+    def wall(task_id):
+        memory = fleet.tasks[task_id].memory_mb
+        return min((fleet.take_over_wall(task_id, f) for f in flavors
+                    if memory <= f.ram_mb), default=math.inf)
+
+    # (the latest loss that still loses it, its run), latest first.
+    lost = sorted(((end if s.market == model.PREEMPTIBLE else start,
+                    wall(task_id))
+                   for s in plan.servers
+                   for task_id, start, end in s.tasks), reverse=True)
+    bounds, work, longest, i = [], 0.0, 0.0, 0
+    for loss in sorted(losses, reverse=True):
+        while i < len(lost) and lost[i][0] > loss:
+            work += lost[i][1]
+            longest = max(longest, lost[i][1])
+            i += 1
+        bounds.append((loss + max(longest, work / max(slots, 1)), loss))
+    return [loss for _, loss in heapq.nlargest(count, bounds)]
 
 
 def take_over(plan, loss, fleet=None):
@@ -307,19 +351,31 @@ def survives_loss(plan):
     every preemptible server is lost."""
     fleet = fleet_mod.Fleet(plan.job)
     return all(take_over(plan, loss, fleet).finish < plan.job.deadline_s
-               for loss in _loss_times(plan))
+               for loss in _loss_times(plan, fleet))
 
 
-def billed_cost(plan):
-    """What the plan's servers bill if nothing is lost (A10).
+def dry_run_cost(plan):
+    """What ``plan`` bills if nothing is lost: the scheduler run on the
+    simulated cloud, without preemption.
 
-    A server idle after its last task is deleted at the end of its
-    allocation cycle, or when the job ends.
+    Not the map's own sum: the scheduler bills whole allocation cycles,
+    takes over at run time where the map leaves no room to, and moves
+    queued work to cheaper idle servers, so either map may run cheaper
+    or dearer than it reads.
     """
-    ac = plan.job.policy.ac_s
-    end = plan.makespan
-    return sum(s.price_h * min(math.ceil(s.finish / ac) * ac, end)
-               for s in plan.servers) / 3600.0
+    return sum(b['cost'] for b in backend.run(plan).bill)
+
+
+def normal_floor(job):
+    """Less than any run on normal servers can bill: each task for its
+    run at the lowest price per slot of a normal flavor it fits (a server
+    bills at least its tasks' runs shared among its slots)."""
+    flavors = [f for f in job.flavors.values()
+               if f.limits[model.NORMAL] and job.slots(f)]
+    return sum(min((t.runtime_on(f) * f.price_h[model.NORMAL] / job.slots(f)
+                    for f in flavors if t.memory_mb <= f.ram_mb),
+                   default=0.0)
+               for t in job.tasks) / 3600.0
 
 
 def hads_map(job):
@@ -333,7 +389,8 @@ def primary_map(job):
     The baseline replaces the map when the normal servers the limits
     allow could not take over from lost preemptible ones and end by D
     (:func:`survives_loss`), or when the map would bill more than the
-    baseline even if nothing is lost.
+    baseline even if nothing is lost (the baseline is run only when the
+    map bills more than :func:`normal_floor`).
     """
     plan = hads_map(job)
     if not plan.count(model.PREEMPTIBLE):
@@ -347,7 +404,8 @@ def primary_map(job):
                           'take over from lost preemptible ones in time: '
                           'planned on normal servers only')
         return safe
-    if billed_cost(plan) > billed_cost(safe):
+    cost = dry_run_cost(plan)
+    if cost > normal_floor(job) and cost > dry_run_cost(safe):
         safe.risks.append('preemptible servers would cost more than normal '
                           'ones: planned on normal servers only')
         return safe

@@ -99,6 +99,7 @@ class Scheduler:
         self._map = None
         self._latest = None
         self._hopeless = False
+        self._ends = {}     # normal server id -> (version, when, its end)
         cloud.watch(self._server_event)
         runner.watch(self._task_event)
 
@@ -214,6 +215,13 @@ class Scheduler:
     def _server_event(self, event):
         server = self.fleet.servers.get(event.server_id)
         if server is None or server.state == fleet_mod.GONE:
+            return
+        hibernated = server.state == fleet_mod.HIBERNATED
+        if (event.kind == ports.HIBERNATED and hibernated
+                or event.kind == ports.RESUMED and not hibernated):
+            # A cloud seen again after a client restart may report a
+            # server hibernated twice, or back from a hibernation the
+            # client never saw: its tasks ran on as far as it knows.
             return
         handler = {ports.ACTIVE: self._on_active,
                    ports.HIBERNATED: self._on_hibernated,
@@ -413,17 +421,8 @@ class Scheduler:
 
     def _work_steal(self, thief):
         stolen = 0
-        now = self.now()
-        for victim, picked in self.place.stealable(thief, now):
-            for task_id, end_there in picked:
-                wall = self.place.fits(task_id, thief, now)
-                if wall is None or (self.fleet.projection(thief, now)[0]
-                                    .eft_with(wall) > end_there):
-                    continue
-                victim.waiting.remove(task_id)
-                victim.changed()
-                thief.waiting.append(task_id)
-                thief.changed()
+        for victim, picked in self.place.stealable(thief, self.now()):
+            for task_id in self._steal_from(thief, victim, picked):
                 stolen += 1
                 self._log('task_steal', task=task_id, src=victim.id,
                           dst=thief.id)
@@ -431,6 +430,45 @@ class Scheduler:
         if stolen:
             self._busy(thief)
             self._dispatch(thief)
+
+    def _steal_from(self, thief, victim, picked):
+        """Alg. 8 on one victim: the picked tasks that end earlier on the
+        thief move there, if together they bill no more than leaving them
+        (A9); otherwise only those the thief ends within the allocation
+        cycle it has paid for, which cost nothing.
+
+        The tasks are judged together: one task stolen onto an idle
+        server of several slots pays for a whole cycle of it while it
+        shortens the victim's queue by a fraction of its run.  A queue
+        never ends later for losing tasks, so the victim's side needs no
+        check for the free ones.
+        """
+        now = self.now()
+        paid = thief.ac_end(now, self.job.policy.ac_s)
+        queues = list(victim.waiting), list(thief.waiting)
+        bill = self.place.billed_past_cycles((thief, victim), now)
+        taken, free = [], 0
+        for task_id, end_there in picked:
+            wall = self.place.fits(task_id, thief, now)
+            if wall is None:
+                continue
+            end = self.fleet.projection(thief, now)[0].eft_with(wall)
+            if end > end_there:
+                continue
+            victim.waiting.remove(task_id)
+            victim.changed()
+            self.fleet.enqueue(thief, task_id, now)
+            taken.append(task_id)
+            free += end < paid
+        if free < len(taken) and (
+                self.place.billed_past_cycles((thief, victim), now) > bill):
+            taken = taken[:free]
+            moved = set(taken)
+            victim.waiting = [t for t in queues[0] if t not in moved]
+            victim.changed()
+            thief.waiting = queues[1] + taken
+            thief.changed()
+        return taken
 
     def _guard(self, server):
         """Re-establish the spare time a hibernation ate into."""
@@ -526,15 +564,29 @@ class Scheduler:
         server or stranded, or the normal servers' queues end past D."""
         if self.stranded:
             return True
-        finish = self.now()
+        now = self.now()
         for server in self.fleet.live():
             if server.spot:
                 if server.queue():
                     return True
-            else:
-                finish = max(finish, self.fleet.projection(
-                    server, self.now())[0].finish)
-        return finish > self.deadline
+            elif self._normal_end(server, now) > self.deadline:
+                return True
+        return False
+
+    def _normal_end(self, server, now):
+        """When normal ``server``'s queue ends, or a later time that is
+        still before D: waiting moves the end of an unchanged queue by no
+        more than the wait, so the queue is projected again only when
+        the last projection, moved on by the time since, would pass D.
+        """
+        known = self._ends.get(server.id)
+        if known is not None and known[0] == server.version:
+            bound = known[2] + (now - known[1])
+            if bound <= self.deadline:
+                return bound
+        finish = self.fleet.projection(server, now)[0].finish
+        self._ends[server.id] = (server.version, now, finish)
+        return finish
 
     def _at_risk(self):
         """The tasks the take-over maps: unfinished and not running on a

@@ -131,7 +131,6 @@ def start(plan, job_path, settings, jobs_dir):
     except CloudError:
         journal.close()
         os.unlink(path)
-        os.unlink(path + '.lock')
         raise
     journal.set_meta(job_id=job_id, job_source=source, job_path=job_path,
                      settings=dataclasses.asdict(settings), t0=t0,

@@ -90,8 +90,8 @@ class Tenant(base.BotCloud):
         first = self.spawn(demo.resume_command(self.dir, job_id), 'resume')
         journal = journal_mod.Journal(journal_mod.path_for(
             os.path.join(self.dir, 'jobs'), job_id))
-        # Driven, and its pid written: the second client's message
-        # names it.
+        # Driven (the kernel names the holder from its flock on): the
+        # second client's message names it.
         while journal.writer() != first.pid:
             self.assertIsNone(first.poll(), self.output('resume'))
             time.sleep(0.1)

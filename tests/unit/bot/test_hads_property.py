@@ -2,7 +2,8 @@
 
 Jobs are drawn from a seeded generator: random flavor menus (a fast
 flavor offered only as preemptible, preemptible prices above normal ones,
-limits that bind, tasks whose memory fits only some flavors) and every
+limits that bind, tasks whose memory fits only some flavors, run times
+that do not follow the flavors' speed) and every
 Dspot rule, numeric ones past D included.  Each job runs under the HADS
 Table 8 scenarios and under adversarial traces aimed at the scheduler's
 weak moments: every flavor lost just before Dspot, a resume one second
@@ -14,8 +15,7 @@ before mtt followed by a second loss, and random bursts.  The properties
 * every run meets D whenever the normal-only baseline within the job's
   limits meets it;
 * without preemption, a job whose preemptible prices are all below the
-  normal ones costs no more than that baseline, give or take one idle
-  allocation cycle per server (A10).
+  normal ones costs no more than that baseline.
 
 The default size suits CI; ``OPIE_HADS_PROPERTY_JOBS=2000`` runs a larger
 variant.
@@ -24,6 +24,7 @@ import collections
 import dataclasses
 import functools
 import json
+import math
 import os
 import random
 
@@ -75,6 +76,9 @@ def _flavors(rng):
 
 
 def _tasks(rng, flavors):
+    # A job file may give each task any run time per flavor: in a quarter
+    # of the jobs they do not follow the flavors' speed at all.
+    unrelated = rng.random() < 0.25
     tasks = []
     for i in range(rng.randint(4, 40)):
         ref = rng.uniform(100.0, 600.0)
@@ -83,7 +87,8 @@ def _tasks(rng, flavors):
             memory = rng.uniform(3000.0, 14336.0)
         tasks.append(model.Task(
             id='t%02d' % i, command='', memory_mb=memory,
-            runtime_s={f.name: ref * 20.0 / f.gflops_per_vcpu
+            runtime_s={f.name: (rng.uniform(50.0, 900.0) if unrelated
+                                else ref * 20.0 / f.gflops_per_vcpu)
                        for f in flavors.values()}))
     return tuple(tasks)
 
@@ -188,12 +193,6 @@ def cost(result):
     return sum(b['cost'] for b in result.bill)
 
 
-def slack(plan):
-    """What a plan's servers may bill idle: one allocation cycle each."""
-    return sum(s.price_h * plan.job.policy.ac_s / 3600.0
-               for s in plan.servers)
-
-
 @functools.lru_cache(maxsize=None)
 def check_job(index):
     """Every broken property of job ``index``, and the run figures."""
@@ -232,7 +231,7 @@ def check_job(index):
         problems.append('%s: makespan %s > D %s (cost %.2fx the baseline)'
                         % (label, end, job.deadline_s, ratios[-1]))
     none = backend.run(plan)
-    if cheap and base_meets and cost(none) > cost(base) + slack(plan):
+    if cheap and base_meets and cost(none) > cost(base):
         problems.append('costs %.4f > baseline %.4f without preemption'
                         % (cost(none), cost(base)))
     return problems, figures, ratios
@@ -254,6 +253,32 @@ def test_the_take_over_is_what_keeps_the_deadline():
     assert total['taken_over'] >= 0.01 * total['guaranteed'], dict(total)
 
 
+def _map_sum(plan):
+    """What a map's servers bill by its own numbers: to the end of the
+    allocation cycle of their last task, or to the makespan."""
+    ac = plan.job.policy.ac_s
+    return sum(s.price_h * min(math.ceil(s.finish / ac) * ac, plan.makespan)
+               for s in plan.servers) / 3600.0
+
+
+def test_the_plan_is_chosen_by_what_the_scheduler_bills():
+    # Job 2949 of the generator: by the maps' own numbers the HADS map (a
+    # dear normal server and a cheap preemptible one) bills less than the
+    # baseline; run, it bills more, because on the baseline's run the
+    # cheap normal server takes queued work from the dear one.  Chosen by
+    # the maps' numbers, it cost 1.07 times the baseline with no
+    # preemption at all.
+    job = generate(2949)
+    hads = planner.hads_map(job)
+    base = planner.normal_only(hads)
+    assert _map_sum(hads) < _map_sum(base)
+    assert planner.dry_run_cost(hads) > planner.dry_run_cost(base)
+    plan = planner.primary_map(job)
+    assert not plan.count(model.PREEMPTIBLE)
+    assert plan.risks == ['preemptible servers would cost more than normal '
+                          'ones: planned on normal servers only']
+
+
 def test_generator_covers_the_cases_that_broke_the_guarantee():
     jobs = [generate(i) for i in range(JOBS)]
     flavors = [f for j in jobs for f in j.flavors.values()]
@@ -265,6 +290,10 @@ def test_generator_covers_the_cases_that_broke_the_guarantee():
                                          for f in j.flavors.values())
                for j in jobs)
     assert any(max(t.memory_mb for t in j.tasks) > 8192 for j in jobs)
+    # Run times out of line with the flavors' speed.
+    assert any(max(work) > 1.5 * min(work) for work in (
+        [t.runtime_s[f.name] * f.gflops_per_vcpu for f in j.flavors.values()]
+        for j in jobs for t in j.tasks))
     assert any(j.policy.dspot == 'code' for j in jobs)
     assert any(not isinstance(j.policy.dspot, str)
                and j.policy.dspot > j.deadline_s for j in jobs)

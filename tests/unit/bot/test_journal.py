@@ -1,5 +1,4 @@
 """The SQLite journal: durable, ordered, and never holds a secret."""
-import fcntl
 import json
 import os
 import signal
@@ -62,20 +61,27 @@ def test_one_writer_per_journal(tmp_path):
     second.lock()
 
 
-def test_a_writer_that_has_not_written_its_pid_yet(tmp_path):
-    # The holder writes its pid just after taking the lock; a reader in
-    # between sees a driven job whose writer is not known yet.
+def test_a_holder_the_kernel_does_not_name(tmp_path, monkeypatch):
+    # Without /proc/locks (not Linux) the lock still holds; only the
+    # message cannot name the pid.
+    monkeypatch.setattr(journal_mod, 'PROC_LOCKS', str(tmp_path / 'none'))
     path = str(tmp_path / 'j.sqlite')
-    journal = journal_mod.Journal(path, create=True)
-    fd = os.open(path + '.lock', os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        assert journal.driven()
-        assert journal.writer() is None
-        with pytest.raises(journal_mod.JournalBusy, match=r'pid \?'):
-            journal.lock()
-    finally:
-        os.close(fd)
+    journal_mod.Journal(path, create=True).lock()
+    journal = journal_mod.Journal(path)
+    assert journal.driven()
+    assert journal.writer() is None
+    with pytest.raises(journal_mod.JournalBusy,
+                       match=r'^another opie-bot is driving this job'):
+        journal.lock()
+
+
+def test_the_holder_asking_keeps_its_lock(tmp_path):
+    path = str(tmp_path / 'j.sqlite')
+    holder = journal_mod.Journal(path, create=True)
+    holder.lock()
+    assert holder.driven() and holder.writer() == os.getpid()
+    with pytest.raises(journal_mod.JournalBusy):
+        journal_mod.Journal(path).lock()
 
 
 def test_missing_or_foreign_file_is_a_journal_error(tmp_path):
@@ -113,19 +119,17 @@ def test_the_lock_of_a_killed_client_is_free(tmp_path):
     lambda p: os.mkfifo(p),
     lambda p: os.mkdir(p),
 ])
-def test_a_lock_file_that_is_not_a_regular_file_is_refused(tmp_path, make):
+def test_a_journal_that_is_not_a_regular_file_is_refused(tmp_path, make):
     path = str(tmp_path / 'j.sqlite')
-    journal_mod.Journal(path, create=True).close()
-    with open(path + '.lock.victim', 'w') as f:
+    with open(path + '.victim', 'w') as f:
         f.write('precious')
-    make(path + '.lock')
-    journal = journal_mod.Journal(path)
+    make(path)
 
-    with pytest.raises(journal_mod.JournalError, match='j.sqlite.lock'):
-        journal.lock()
     # Never blocks (a FIFO), never writes through a link.
-    assert not journal.driven()
-    with open(path + '.lock.victim') as f:
+    for create in (False, True):
+        with pytest.raises(journal_mod.JournalError, match='j.sqlite'):
+            journal_mod.Journal(path, create=create)
+    with open(path + '.victim') as f:
         assert f.read() == 'precious'
 
 
@@ -134,3 +138,49 @@ def test_a_lock_file_that_is_not_a_regular_file_is_refused(tmp_path, make):
 def test_a_job_id_names_a_journal_inside_the_directory(tmp_path, job_id):
     with pytest.raises(journal_mod.JournalError, match='not a job id'):
         journal_mod.path_for(str(tmp_path), job_id)
+
+
+def test_a_hard_link_cannot_turn_the_lock_against_the_journal(tmp_path):
+    # Taking the lock must never write into a file the job's records
+    # live in, whatever the directory holds next to the journal.
+    path = str(tmp_path / 'j.sqlite')
+    journal = journal_mod.Journal(path, create=True)
+    journal.append({'t': 0.0, 'event': 'plan', 'servers': 1})
+    journal.close()
+    os.link(path, path + '.lock')
+
+    again = journal_mod.Journal(path)
+    again.lock()
+    assert [r['event'] for r in again.records()] == ['plan']
+    # A hard link is the same journal, so it is the same lock.
+    with pytest.raises(journal_mod.JournalBusy):
+        journal_mod.Journal(path + '.lock').lock()
+
+
+@pytest.mark.parametrize('tamper', [
+    os.unlink, lambda name: os.rename(name, name + '.moved')])
+def test_tampering_beside_a_held_journal_lets_no_second_writer(
+        tmp_path, tamper):
+    path = str(tmp_path / 'j.sqlite')
+    first = journal_mod.Journal(path, create=True)
+    first.lock()
+    for name in os.listdir(tmp_path):
+        if name not in ('j.sqlite', 'j.sqlite-wal', 'j.sqlite-shm'):
+            tamper(str(tmp_path / name))
+
+    with pytest.raises(journal_mod.JournalBusy,
+                       match='pid %d' % os.getpid()):
+        journal_mod.Journal(path).lock()
+
+
+def test_a_moved_journal_keeps_its_lock(tmp_path):
+    path = str(tmp_path / 'j.sqlite')
+    first = journal_mod.Journal(path, create=True)
+    first.lock()
+    os.rename(path, path + '.moved')
+
+    with pytest.raises(journal_mod.JournalError, match='no journal'):
+        journal_mod.Journal(path).lock()
+    os.rename(path + '.moved', path)
+    with pytest.raises(journal_mod.JournalBusy):
+        journal_mod.Journal(path).lock()

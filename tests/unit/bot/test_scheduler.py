@@ -5,10 +5,17 @@ import pytest
 
 from opie.bot import checkpoint
 from opie.bot import model
+from opie.bot import placement
 from opie.bot import planner
+from opie.bot import ports
 from opie.bot import report
+from opie.bot import scheduler
+from opie.bot import stores
 from opie.bot.sim import backend
+from opie.bot.sim import clock as clock_mod
+from opie.bot.sim import cloud as cloud_mod
 from opie.bot.sim import preemption
+from opie.bot.sim import runner as runner_mod
 from tests.unit.bot import helpers
 
 
@@ -113,6 +120,72 @@ def test_resume_after_mtt_makes_an_idle_server_that_steals():
     rep = report.build(result)
     assert rep['result']['deadline_met']
     assert rep['counts']['tasks_stolen'] == len(steals)
+
+
+def _stealing_plan(thief_price):
+    """A cheap normal server with six 600 s tasks queued, and a
+    preemptible one of another flavor, idle after its 60 s task."""
+    cheap = helpers.flavor('cheap', vcpus=1, spot=0.01, normal=0.02)
+    thief = helpers.flavor('thief', vcpus=1, spot=thief_price, normal=1.0)
+    job = helpers.job([600] * 6 + [60], flavors=[cheap, thief],
+                      deadline=9000.0)
+    alpha = job.policy.alpha_s
+
+    def server(key, flavor, market, tasks):
+        return planner.PlannedServer(
+            key=key, flavor=flavor, market=market, slots=1, boot_s=alpha,
+            tasks=[(t, alpha, 0.0) for t in tasks])
+
+    return planner.Plan(job=job, dspot=job.deadline_s, risks=[], servers=[
+        server('n0', cheap, model.NORMAL, ['t%02d' % i for i in range(6)]),
+        server('p0', thief, model.PREEMPTIBLE, ['t06'])])
+
+
+@pytest.mark.parametrize('thief_price, stolen', [(0.5, 1), (0.01, 4)])
+def test_an_idle_server_steals_only_what_bills_no_more(monkeypatch,
+                                                       thief_price, stolen):
+    # Issue 12, F2: Alg. 8 picks by the earliest end alone, so a dear idle
+    # server took the queue of a cheap normal one (up to 2.01x the
+    # baseline without any preemption).  The dear one may still take
+    # what it ends within the cycle it has paid for: that is free.
+    plan = _stealing_plan(thief_price)
+    result = backend.run(plan)
+    assert len(_events(result, 'task_steal')) == stolen
+    monkeypatch.setattr(placement.Placement, 'stealable',
+                        lambda self, thief, now: iter(()))
+    without = backend.run(plan)
+    assert not _events(without, 'task_steal')
+    cost = sum(b['cost'] for b in result.bill)
+    assert cost <= sum(b['cost'] for b in without.bill)
+    assert report.build(result)['result']['makespan_s'] < (
+        report.build(without)['result']['makespan_s'])
+
+
+@pytest.mark.parametrize('events', [
+    (ports.RESUMED,), (ports.HIBERNATED, ports.HIBERNATED, ports.RESUMED)])
+def test_server_events_out_of_turn_are_ignored(events):
+    # A cloud read again after a client restart may say a server resumed
+    # from a hibernation the client never saw, or hibernated twice.
+    plan = _plan(runtimes=(300,) * 4)
+    clock = clock_mod.SimClock()
+    cloud = cloud_mod.SimCloud(clock, plan.job.policy.alpha_s)
+    store = stores.MemoryCheckpointStore()
+    journal = stores.MemoryStateStore()
+    runner = runner_mod.SimRunner(clock, cloud, store)
+    sched = scheduler.Scheduler(plan, clock, cloud, runner, store, journal,
+                                on_done=clock.stop)
+    sched.start()
+    server = next(iter(cloud.servers.values()))
+
+    def report_out_of_turn():
+        for kind in events:
+            cloud._emit(kind, server)
+    clock.call_at(plan.job.policy.alpha_s + 100.0, report_out_of_turn)
+    clock.run(until=10 * plan.job.deadline_s)
+    assert sched.finished
+    finished = [r['task'] for r in journal.records()
+                if r['event'] == 'task_finish']
+    assert sorted(finished) == sorted(t.id for t in plan.job.tasks)
 
 
 def test_resume_guard_moves_work_a_long_hibernation_pushed_too_late():

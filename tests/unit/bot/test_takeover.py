@@ -154,6 +154,44 @@ def test_a_later_map_never_ends_later_than_the_wait():
         assert later.finish <= first.finish + wait + 1e-9, case
 
 
+def _one_loss_breaks_it():
+    """A map whose take-over ends by D at every loss but one: just before
+    the long task ends, which is neither the first nor the last end."""
+    f = _flavor('f', spot=50, normal=1)
+    short = ['s%02d' % i for i in range(39)]
+    tasks = (_task('long', 1000),) + tuple(_task(t, 10) for t in short)
+    job = _job([f], tasks, deadline=2000.0, alpha_s=60.0, max_normal=1)
+
+    def server(key, tasks):
+        return planner.PlannedServer(key=key, flavor=f,
+                                     market=model.PREEMPTIBLE, slots=1,
+                                     boot_s=60.0, tasks=tasks)
+
+    later = [(t, 1060.5 + 10 * i, 1070.5 + 10 * i)
+             for i, t in enumerate(short[1:])]
+    return planner.Plan(job=job, dspot=1500.0, risks=[], servers=[
+        server('p0', [('long', 60.0, 1060.0)]),
+        server('p1', [(short[0], 60.0, 70.0)]),
+        server('p2', later)])
+
+
+@pytest.mark.parametrize('exact', [planner.EXACT_LOSSES, 4])
+def test_the_planner_finds_the_one_loss_the_take_over_cannot_survive(
+        monkeypatch, exact):
+    # Up to EXACT_LOSSES ends every one is tried; past that, the ends
+    # where the least time is left for the most work are.  An even sample
+    # of the ends missed this one (issue 12, F1), so a plan the normal
+    # servers could not rescue was kept, and the scheduler handed it over
+    # at run time with no preemption at all, at a higher cost.
+    monkeypatch.setattr(planner, 'EXACT_LOSSES', exact)
+    plan = _one_loss_breaks_it()
+    ends = [planner.take_over(plan, t).finish
+            for t in (0.0, 60.0, 69.9, 1059.9, 1070.4, 1440.4)]
+    assert [e < 2000.0 for e in ends] == [True, True, True, False, True,
+                                          True]
+    assert not planner.survives_loss(plan)
+
+
 # -- the scheduler ------------------------------------------------------------
 
 def test_frozen_servers_do_not_count_on_the_same_normal_server():
