@@ -244,8 +244,9 @@ def test_guarantees_hold_on_generated_job(index):
 
 
 def test_the_take_over_is_what_keeps_the_deadline():
-    # Before the take-over, 5 of the 1,759 runs of these jobs whose
-    # baseline meets D missed it (238 runs in 3,000 jobs).
+    # Before the take-over, 5 of the 1,759 runs of the CI jobs whose
+    # baseline met D missed it (238 runs in 3,000 jobs; generated before
+    # run times unrelated to speed were added).
     total = collections.Counter()
     for index in range(JOBS):
         total.update(check_job(index)[1])
