@@ -21,6 +21,7 @@ import time
 from opie.bot import datadir
 from opie.bot import html
 from opie.bot import jobfile
+from opie.bot import journal as journal_mod
 from opie.bot import model
 from opie.bot import planner
 from opie.bot import report
@@ -45,16 +46,17 @@ def _load_plan(args):
         job = jobfile.load(args.job)
     except jobfile.JobFileError as exc:
         raise InputError(str(exc)) from None
-    try:
-        plan = planner.primary_map(job)
-    except planner.PlanError as exc:
-        raise InputError('%s: %s' % (args.job, exc)) from None
     if getattr(args, 'max_normal', None) is not None and \
             args.normal_limit is None:
         raise InputError('--max-normal needs --normal-limit')
-    if getattr(args, 'normal_limit', None) is not None:
-        plan = plan.with_job(job.with_limits(
-            args.normal_limit, args.max_normal or job.policy.max_normal))
+    try:
+        plan = planner.primary_map(job)
+        if getattr(args, 'normal_limit', None) is not None:
+            plan = planner.under_limits(
+                plan, args.normal_limit,
+                args.max_normal or job.policy.max_normal)
+    except planner.PlanError as exc:
+        raise InputError('%s: %s' % (args.job, exc)) from None
     return plan
 
 
@@ -170,6 +172,13 @@ def _cloud_command(command, args):
         return command(live, args)
     except live.CloudError as exc:
         print('opie-bot: %s' % exc, file=sys.stderr)
+        return EXIT_CLOUD
+    except journal_mod.JournalError as exc:
+        # Its last record could not be written: the client stops before
+        # acting on it.
+        print('opie-bot: %s; the job\'s servers keep running, opie-bot '
+              'resume (or cancel) JOB_ID once the journal is back'
+              % exc, file=sys.stderr)
         return EXIT_CLOUD
     except KeyboardInterrupt:
         # The journal has every step: the job is only paused.

@@ -12,15 +12,19 @@ exclusive ``flock`` on the journal file itself, which the OS releases when
 the holder exits or dies, so a second ``resume`` (or a ``cancel`` while a
 client runs) stops with one line before it reads or touches anything,
 and a crashed client never leaves a stale lock behind.  The lock is the
-journal's inode, not a file beside it: a hard link is the same journal
-and the same lock, a moved journal keeps its lock (and a client looking
-for it by its old name finds no journal), and nothing the directory holds
-can make taking the lock write anywhere.  The holder's pid comes from the
-kernel's table of locks, so it is known the moment the lock is taken.
-SQLite locks with ``fcntl``, which Linux keeps apart from ``flock``; the
-journal opens its lock descriptor before SQLite opens the file and
-closes it after, because closing any descriptor of a file drops every
-``fcntl`` lock the process holds on it.
+journal's inode, not a file beside it, so nothing the directory holds can
+make taking the lock write anywhere.  SQLite finds the log of its latest
+records by the journal's name, so the journal keeps exactly one name: a
+hard link is refused, and the name is checked against the locked file
+when the lock is taken and before every write, so a journal moved,
+replaced or linked under its client stops the client instead of sending
+records where no one will read them.  The holder's pid, and whether there
+is one, come from the kernel's table of locks: known the moment the lock
+is taken, and asked without taking any lock.  SQLite locks with
+``fcntl``, which Linux keeps apart from ``flock``; the journal opens its
+lock descriptor before SQLite opens the file and closes it after,
+because closing any descriptor of a file drops every ``fcntl`` lock the
+process holds on it.
 
 Credentials never come here: the settings are the tenant's own job file
 and options, which name a cloud of clouds.yaml or say "OS_* variables",
@@ -30,12 +34,14 @@ job file or the cloud chose and numbers the client computed; a short
 password that happens to occur in a task id or in a float is no leak, and
 must not make the job unrunnable, so only free text is searched.
 """
+import contextlib
 import fcntl
 import json
 import os
 import re
 import sqlite3
 import stat
+import time
 
 from opie.bot import ports
 
@@ -67,6 +73,9 @@ JOB_ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,43}-[0-9a-f]{6}')
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC \
     | os.O_NOCTTY
 PROC_LOCKS = '/proc/locks'
+# How long lock() waits out a reader's shared probe (see driven()).
+PROBE_WAITS = 200
+PROBE_WAIT_S = 0.005
 REDACTED = '[redacted]'
 
 
@@ -79,14 +88,15 @@ def path_for(directory, job_id):
     return os.path.join(directory, '%s.sqlite' % job_id)
 
 
-def _holder_pid(fd):
-    """The pid holding an exclusive ``flock`` on ``fd``'s file, from
-    Linux's ``/proc/locks``; None where the kernel does not say."""
+def _flocks(fd):
+    """``[(mode, pid)]`` of the ``flock`` locks on ``fd``'s file, mode
+    ``WRITE`` or ``READ``, from Linux's ``/proc/locks``; None where the
+    kernel does not say."""
     info = os.fstat(fd)
     inode = str(info.st_ino)
     ours = '%02x:%02x:%s' % (os.major(info.st_dev), os.minor(info.st_dev),
                              inode)
-    same_file, same_inode = set(), set()
+    same_file, same_inode = [], []
     try:
         with open(PROC_LOCKS, encoding='ascii', errors='replace') as f:
             rows = [line.split() for line in f]
@@ -94,17 +104,25 @@ def _holder_pid(fd):
         return None
     for row in rows:
         # "1: FLOCK  ADVISORY  WRITE 1928 fe:00:2148314 0 EOF"; a waiter
-        # reads "1: -> FLOCK ...", a POSIX lock "POSIX", a shared "READ".
-        if row[1:4] != ['FLOCK', 'ADVISORY', 'WRITE'] or len(row) < 6:
+        # reads "1: -> FLOCK ...", a POSIX lock "POSIX".
+        if len(row) < 6 or row[1:3] != ['FLOCK', 'ADVISORY'] or \
+                not row[4].isdigit():
             continue
         if row[5] == ours:
-            same_file.add(row[4])
+            same_file.append((row[3], int(row[4])))
         elif row[5].rpartition(':')[2] == inode:
             # Overlay filesystems may name another device than fstat.
-            same_inode.add(row[4])
-    pids = same_file or same_inode
-    pid = pids.pop() if len(pids) == 1 else ''
-    return int(pid) if pid.isdigit() and int(pid) > 0 else None
+            same_inode.append((row[3], int(row[4])))
+    return same_file or same_inode
+
+
+def _writer_in(locks):
+    """The pid of the one exclusive holder among ``locks``, 0 if there
+    is one the kernel does not name, None if there is none."""
+    pids = {pid for mode, pid in locks if mode == 'WRITE'}
+    if not pids:
+        return None
+    return pids.pop() if len(pids) == 1 else 0
 
 
 def _open_journal(path, create):
@@ -136,12 +154,14 @@ class Journal(ports.StateStore):
         self._db = None
         try:
             self._db = sqlite3.connect(path, isolation_level=None)
-            self._db.execute('PRAGMA journal_mode=WAL')
-            self._db.execute('PRAGMA synchronous=FULL')
-            self._db.executescript(SCHEMA)
-        except sqlite3.DatabaseError as exc:
+            self._check_name()
+            with self._sql():
+                self._db.execute('PRAGMA journal_mode=WAL')
+                self._db.execute('PRAGMA synchronous=FULL')
+                self._db.executescript(SCHEMA)
+        except JournalError:
             self.close()
-            raise JournalError('%s: %s' % (path, exc)) from None
+            raise
 
     def close(self):
         if self._db is not None:
@@ -153,14 +173,32 @@ class Journal(ports.StateStore):
     # -- one writer ---------------------------------------------------------
 
     def lock(self):
-        """Become the job's only writer, or :class:`JournalBusy`."""
+        """Become the job's only writer, or :class:`JournalBusy`.
+
+        A reader asking :meth:`driven` where the kernel names no lock
+        holder takes a shared lock for a moment; that is waited out.
+        """
+        for _ in range(PROBE_WAITS):
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                locks = _flocks(self._fd)
+                holder = None if locks is None else _writer_in(locks)
+                if locks is None or holder is not None:
+                    raise JournalBusy(
+                        'another opie-bot%s is driving this job; stop it '
+                        'first' % (' (pid %d)' % holder if holder else '')
+                    ) from None
+                time.sleep(PROBE_WAIT_S)
+        else:
+            raise JournalBusy('another opie-bot is driving this job; stop '
+                              'it first')
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder_pid(self._fd)
-            raise JournalBusy(
-                'another opie-bot%s is driving this job; stop it first'
-                % (' (pid %d)' % holder if holder else '')) from None
+            self._check_name()
+        except JournalError:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            raise
         self._held = True
 
     def driven(self):
@@ -176,41 +214,75 @@ class Journal(ports.StateStore):
         """None when no client holds the lock, else its pid (0 when the
         kernel does not say)."""
         if self._held:
-            return os.getpid()  # a shared lock here would give ours up
+            return os.getpid()
+        locks = _flocks(self._fd)
+        if locks is not None:
+            return _writer_in(locks)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            return _holder_pid(self._fd) or 0
+            return 0
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         return None
 
+    def _check_name(self):
+        """The journal's name still leads to the file this client opened
+        and locks, and to no other name: SQLite finds its write-ahead log
+        by name, so a journal moved, linked or swapped under a client
+        would take records somewhere else."""
+        try:
+            named = os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            named = None
+        opened = os.fstat(self._fd)
+        if named is None or (named.st_dev, named.st_ino) != (
+                opened.st_dev, opened.st_ino):
+            raise JournalError('%s was moved or replaced while in use'
+                               % self.path)
+        if opened.st_nlink != 1:
+            raise JournalError('%s has %d names (hard links); a journal '
+                               'must have one' % (self.path,
+                                                  opened.st_nlink))
+
     # -- settings ---------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _sql(self):
+        """SQLite's errors (a damaged file, a FIFO where its log goes, a
+        full disk) as :class:`JournalError`, naming the journal."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise JournalError('%s: %s' % (self.path, exc)) from None
+
     def set_meta(self, **values):
-        with self._db:
+        self._check_name()
+        with self._sql(), self._db:
             for key, value in values.items():
                 self._db.execute(
                     'INSERT OR REPLACE INTO meta VALUES (?, ?)',
                     (key, json.dumps(value)))
 
     def meta(self):
-        try:
+        with self._sql():
             rows = self._db.execute('SELECT key, value FROM meta').fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise JournalError('%s: %s' % (self.path, exc)) from None
         return {k: json.loads(v) for k, v in rows}
 
     # -- the port ---------------------------------------------------------
 
     def append(self, record):
         body = json.dumps(redacted(record, self.secrets), sort_keys=True)
-        self._db.execute(
-            'INSERT INTO records (t, event, body) VALUES (?, ?, ?)',
-            (record['t'], record['event'], body))
+        self._check_name()
+        with self._sql():
+            self._db.execute(
+                'INSERT INTO records (t, event, body) VALUES (?, ?, ?)',
+                (record['t'], record['event'], body))
 
     def records(self):
-        return [json.loads(body) for (body,) in self._db.execute(
-            'SELECT body FROM records ORDER BY seq')]
+        with self._sql():
+            rows = self._db.execute(
+                'SELECT body FROM records ORDER BY seq').fetchall()
+        return [json.loads(body) for (body,) in rows]
 
 
 def redacted(value, secrets, field=None):

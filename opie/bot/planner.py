@@ -224,19 +224,30 @@ class _Builder:
         return None
 
     def fallback(self, task):
-        """No normal server can be added: the earliest finish anywhere."""
-        def eft(group):
-            _, _, server, proj = self._groups[group][0]
-            return proj.eft_with(plan_duration(self.job, task, server.flavor,
-                                               server.market))
-        candidates = [g for g in self._groups
-                      if task.memory_mb <= self._groups[g][0][2].flavor.ram_mb]
-        if not candidates:
+        """No normal server can be added: the earliest finish anywhere,
+        on a server of the plan or on a new preemptible one the limits
+        still allow."""
+        options = []
+        for group, heap in self._groups.items():
+            _, _, server, proj = heap[0]
+            if task.memory_mb <= server.flavor.ram_mb:
+                options.append((proj.eft_with(plan_duration(
+                    self.job, task, server.flavor, server.market)), 0,
+                    group, None))
+        for flavor in self.job.flavors.values() if self.spot else ():
+            if (self.limit_left(model.PREEMPTIBLE, flavor)
+                    and task.memory_mb <= flavor.ram_mb):
+                options.append((self.boot + plan_duration(
+                    self.job, task, flavor, model.PREEMPTIBLE), 1,
+                    flavor.name, flavor))
+        if not options:
             raise PlanError('task %s fits no server the limits allow'
                             % task.id)
         self.risks.append('task %s: normal server limits reached, placed '
                           'past its limit' % task.id)
-        return min(candidates, key=eft)
+        _, _, group, flavor = min(options, key=lambda o: o[:2])
+        return group if flavor is None else self.new_server(
+            flavor, model.PREEMPTIBLE)
 
     def build(self):
         tasks = sorted(self.job.tasks, key=lambda t: -t.memory_mb)
@@ -410,6 +421,23 @@ def primary_map(job):
                           'ones: planned on normal servers only')
         return safe
     return plan
+
+
+def under_limits(plan, per_flavor, max_normal):
+    """``plan`` to run with every normal limit replaced (``--normal-limit``).
+
+    Limits that are raised keep the plan made with the job's own, so that
+    a run "with limits that do not bind" compares the limits and not two
+    plans (B5).  A limit that is lowered plans the job again: the map made
+    under the job's own limits, and its take-over check, counted on
+    normal servers the run may no longer have.
+    """
+    job = plan.job
+    limited = job.with_limits(per_flavor, max_normal)
+    if max_normal < job.policy.max_normal or any(
+            per_flavor < f.limits[model.NORMAL] for f in job.flavors.values()):
+        return primary_map(limited)
+    return plan.with_job(limited)
 
 
 def normal_map(job):

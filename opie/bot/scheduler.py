@@ -52,6 +52,10 @@ from opie.bot import placement
 from opie.bot import ports
 from opie.bot import takeover
 
+# While no map can end by D, the job is mapped again each time this
+# fraction of the tasks left has ended (1/32), or each task near the end.
+HOPELESS_STEP = 32
+
 
 def server_name(job, key):
     """The name the scheduler gives the cloud for server ``key``."""
@@ -99,6 +103,7 @@ class Scheduler:
         self._map = None
         self._latest = None
         self._hopeless = False
+        self._hopeless_left = 0
         self._ends = {}     # normal server id -> (version, when, its end)
         cloud.watch(self._server_event)
         runner.watch(self._task_event)
@@ -217,11 +222,13 @@ class Scheduler:
         if server is None or server.state == fleet_mod.GONE:
             return
         hibernated = server.state == fleet_mod.HIBERNATED
-        if (event.kind == ports.HIBERNATED and hibernated
+        if (event.kind in (ports.HIBERNATED, ports.ACTIVE) and hibernated
                 or event.kind == ports.RESUMED and not hibernated):
             # A cloud seen again after a client restart may report a
-            # server hibernated twice, or back from a hibernation the
-            # client never saw: its tasks ran on as far as it knows.
+            # server hibernated twice, active before it resumed, or back
+            # from a hibernation the client never saw: a hibernated server
+            # comes back only by resuming, and one that never hibernated
+            # ran on as far as the client knows.
             return
         handler = {ports.ACTIVE: self._on_active,
                    ports.HIBERNATED: self._on_hibernated,
@@ -231,7 +238,11 @@ class Scheduler:
         self._watch()
 
     def _task_event(self, event):
-        server = self.fleet.servers[event.server_id]
+        server = self.fleet.servers.get(event.server_id)
+        if server is None or event.task_id not in server.running:
+            # Told twice, or by a server the task has left: the run the
+            # scheduler counts on is elsewhere.
+            return
         del server.running[event.task_id]
         server.changed()
         self.done.add(event.task_id)
@@ -598,7 +609,9 @@ class Scheduler:
 
     def _watch(self, progress=False):
         """After each event: map again if the map in hand no longer shows
-        the job can wait (after a task ended, if no map could end by D).
+        the job can wait; if no map could end by D, once another
+        1/:data:`HOPELESS_STEP` of the tasks left has ended (mapping after
+        every task would make a long job that cannot meet D quadratic).
 
         Nothing but time and the writes :meth:`_may_start` and
         :meth:`_may_give_up` check can make the map end later: a task
@@ -611,7 +624,9 @@ class Scheduler:
         if self.taken_over or self.finished:
             return
         if self._hopeless:
-            if progress:
+            left = len(self.fleet.tasks) - len(self.done)
+            if progress and left <= self._hopeless_left - max(
+                    1, self._hopeless_left // HOPELESS_STEP):
                 self._remap()
         elif (self._map is None or self._take_over_due
                 or self._latest <= self.now()):
@@ -639,6 +654,7 @@ class Scheduler:
                           finish=plan.finish if plan.finish != math.inf
                           else None)
             self._hopeless = True
+            self._hopeless_left = len(self.fleet.tasks) - len(self.done)
             self._keep(None)
             self._release(due)
         elif due or (plan.latest_start(self.deadline)

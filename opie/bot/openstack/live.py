@@ -122,8 +122,11 @@ def start(plan, job_path, settings, jobs_dir):
     job_id = '%s-%s' % (job.name, secrets.token_hex(3))
     conn = _connect(settings)
     path = journal_mod.path_for(jobs_dir, job_id)
-    journal = journal_mod.Journal(path, create=True)
-    journal.lock()
+    try:
+        journal = journal_mod.Journal(path, create=True)
+        journal.lock()
+    except journal_mod.JournalError as exc:
+        raise ValueError(str(exc)) from None
     journal.secrets = conn.secrets
     t0 = time.time()
     try:

@@ -232,10 +232,13 @@ class NovaCloud(ports.Cloud):
             return
         if status == 'ACTIVE':
             entry['state'] = ACTIVE
-            if old == BUILD:
-                self._emit(ports.ACTIVE, sid)
-            elif old == SHELVED:
+            if old == SHELVED:
                 self._emit(ports.RESUMED, sid)
+            if not entry['booted']:
+                # Also when a poll missed the first ACTIVE (shelved
+                # between two polls, or while no client ran).
+                entry['booted'] = True
+                self._emit(ports.ACTIVE, sid)
         elif status in ('SHELVED', 'SHELVED_OFFLOADED') and old != SHELVED:
             entry['state'] = SHELVED
             self._emit(ports.HIBERNATED, sid)
@@ -321,7 +324,8 @@ def _made_by(server, intent, user):
 
 def _record(name, state):
     """What the cloud tracks about one of the job's servers."""
-    return {'name': name, 'state': state, 'tried': None}
+    return {'name': name, 'state': state, 'tried': None,
+            'booted': state == ACTIVE}
 
 
 def _utcnow():

@@ -280,6 +280,20 @@ def test_the_plan_is_chosen_by_what_the_scheduler_bills():
                           'ones: planned on normal servers only']
 
 
+def test_limits_lowered_for_a_run_plan_the_job_again():
+    # Job 85 run with --normal-limit 1 --max-normal 1: the map made under
+    # the job's own limits counted on normal servers the run could not
+    # have, and cost 3.3 times the baseline with no preemption at all.
+    job = generate(85)
+    plan = planner.primary_map(job)
+    kept = plan.with_job(job.with_limits(1, 1))
+    base = cost(backend.run(planner.normal_only(kept)))
+    assert cost(backend.run(kept)) > 3 * base
+    assert cost(backend.run(planner.under_limits(plan, 1, 1))) <= base
+    # Raised limits keep the plan (B5).
+    assert planner.under_limits(plan, 50, 50).servers is plan.servers
+
+
 def test_generator_covers_the_cases_that_broke_the_guarantee():
     jobs = [generate(i) for i in range(JOBS)]
     flavors = [f for j in jobs for f in j.flavors.values()]

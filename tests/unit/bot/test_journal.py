@@ -1,4 +1,5 @@
 """The SQLite journal: durable, ordered, and never holds a secret."""
+import fcntl
 import json
 import os
 import signal
@@ -140,21 +141,107 @@ def test_a_job_id_names_a_journal_inside_the_directory(tmp_path, job_id):
         journal_mod.path_for(str(tmp_path), job_id)
 
 
-def test_a_hard_link_cannot_turn_the_lock_against_the_journal(tmp_path):
-    # Taking the lock must never write into a file the job's records
-    # live in, whatever the directory holds next to the journal.
-    path = str(tmp_path / 'j.sqlite')
+def _journal_with_a_record(path):
     journal = journal_mod.Journal(path, create=True)
     journal.append({'t': 0.0, 'event': 'plan', 'servers': 1})
     journal.close()
-    os.link(path, path + '.lock')
 
-    again = journal_mod.Journal(path)
-    again.lock()
-    assert [r['event'] for r in again.records()] == ['plan']
-    # A hard link is the same journal, so it is the same lock.
-    with pytest.raises(journal_mod.JournalBusy):
-        journal_mod.Journal(path + '.lock').lock()
+
+def _records(path):
+    journal = journal_mod.Journal(path)
+    try:
+        return [r['event'] for r in journal.records()]
+    finally:
+        journal.close()
+
+
+def test_a_journal_with_a_second_name_is_refused(tmp_path):
+    # SQLite names its write-ahead log after the name it opened: through
+    # a hard link, records went to another log and were lost.
+    path = str(tmp_path / 'j.sqlite')
+    _journal_with_a_record(path)
+    os.link(path, path + '.lock')
+    for name in (path, path + '.lock'):
+        with pytest.raises(journal_mod.JournalError,
+                           match='has 2 names'):
+            journal_mod.Journal(name)
+    os.unlink(path + '.lock')
+    assert _records(path) == ['plan']
+
+
+@pytest.mark.parametrize('swap', ['rename', 'replace', 'link'])
+def test_a_journal_moved_under_its_client_stops_it(tmp_path, swap):
+    # A journal moved, replaced or linked while a client runs: the next
+    # record stops the client rather than go to a log by the old name.
+    path = str(tmp_path / 'j.sqlite')
+    _journal_with_a_record(path)
+    held = journal_mod.Journal(path)
+    held.lock()
+    if swap == 'rename':
+        os.rename(path, path + '.moved')
+    elif swap == 'replace':
+        _journal_with_a_record(str(tmp_path / 'other.sqlite'))
+        os.rename(str(tmp_path / 'other.sqlite'), path)
+    else:
+        os.link(path, path + '.twin')
+    with pytest.raises(journal_mod.JournalError, match='j.sqlite'):
+        held.append({'t': 1.0, 'event': 'task_start', 'task': 't'})
+
+
+def test_a_name_swapped_before_the_lock_is_taken_is_refused(tmp_path):
+    # Between opening the journal and locking it, another file takes its
+    # name: the lock would be on one file and the records in another.
+    path = str(tmp_path / 'j.sqlite')
+    _journal_with_a_record(path)
+    _journal_with_a_record(str(tmp_path / 'copy.sqlite'))
+    journal = journal_mod.Journal(path)
+    os.rename(str(tmp_path / 'copy.sqlite'), path)
+    with pytest.raises(journal_mod.JournalError, match='moved or replaced'):
+        journal.lock()
+    assert not journal.driven()
+
+
+def test_a_reader_asking_takes_no_lock(tmp_path, monkeypatch):
+    # status and list ask whether a client drives the job; with the
+    # kernel's table of locks they ask without locking, so a resume at
+    # the same moment is never turned away.
+    path = str(tmp_path / 'j.sqlite')
+    journal = journal_mod.Journal(path, create=True)
+    calls = []
+    monkeypatch.setattr(journal_mod.fcntl, 'flock',
+                        lambda *args: calls.append(args))
+    assert not journal.driven() and journal.writer() is None
+    assert calls == []
+
+
+def test_a_reader_probing_with_a_shared_lock_is_waited_out(
+        tmp_path, monkeypatch):
+    # Where the kernel keeps no table of locks, a reader probes with a
+    # shared lock for a moment; a client taking the lock waits it out.
+    path = str(tmp_path / 'j.sqlite')
+    journal_mod.Journal(path, create=True).close()
+    probe = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(probe, fcntl.LOCK_SH)
+        monkeypatch.setattr(journal_mod.time, 'sleep', lambda _: fcntl.flock(
+            probe, fcntl.LOCK_UN))
+        journal = journal_mod.Journal(path)
+        journal.lock()
+        assert journal.writer() == os.getpid()
+    finally:
+        os.close(probe)
+
+
+@pytest.mark.parametrize('make', [os.mkfifo, os.mkdir])
+def test_a_strange_file_where_sqlite_keeps_its_log_is_one_error(
+        tmp_path, make):
+    path = str(tmp_path / 'j.sqlite')
+    _journal_with_a_record(path)
+    make(path + '-wal')
+    with pytest.raises(journal_mod.JournalError, match='j.sqlite'):
+        journal = journal_mod.Journal(path)
+        journal.lock()
+        journal.append({'t': 1.0, 'event': 'task_start', 'task': 't'})
 
 
 @pytest.mark.parametrize('tamper', [

@@ -1,6 +1,8 @@
 """How NovaCloud reads server states into events, and whom it deletes."""
 import types
 
+import pytest
+
 from novaclient import exceptions as nova_exc
 
 from opie.bot import ports
@@ -96,6 +98,26 @@ def test_states_become_events_once():
         (ports.RESUMED, 'a'), (ports.TERMINATED, 'b')]
     # A shelved server is asked to come back while it is shelved.
     assert servers.unshelved == ['a']
+
+
+@pytest.mark.parametrize('seen_building', [True, False])
+def test_an_active_state_no_poll_saw_still_boots_the_server(seen_building):
+    # Shelved between two polls (or while no client ran) before any poll
+    # saw it ACTIVE: the scheduler must still hear that it booted, or
+    # the server never runs a task.
+    cloud, servers, _, events = make()
+    cloud.adopt('a', 'a', nova.BUILD)
+    servers.tags['a'] = [cloud.tag]
+    if seen_building:
+        servers.status['a'] = 'BUILD'
+        cloud.poll(full=True)
+    servers.status['a'] = 'SHELVED_OFFLOADED'
+    cloud.poll(full=True)
+    servers.status['a'] = 'ACTIVE'
+    cloud.poll(full=True)
+    cloud.poll(full=True)
+    assert [e.kind for e in events] == [
+        ports.HIBERNATED, ports.RESUMED, ports.ACTIVE]
 
 
 def test_own_delete_is_no_preemption():

@@ -162,10 +162,14 @@ def test_an_idle_server_steals_only_what_bills_no_more(monkeypatch,
 
 
 @pytest.mark.parametrize('events', [
-    (ports.RESUMED,), (ports.HIBERNATED, ports.HIBERNATED, ports.RESUMED)])
-def test_server_events_out_of_turn_are_ignored(events):
+    (ports.RESUMED,), (ports.HIBERNATED, ports.HIBERNATED, ports.RESUMED),
+    (ports.HIBERNATED, ports.ACTIVE, ports.RESUMED), ('finished twice',),
+    ('finished elsewhere',)])
+def test_events_out_of_turn_are_ignored(events):
     # A cloud read again after a client restart may say a server resumed
-    # from a hibernation the client never saw, or hibernated twice.
+    # from a hibernation the client never saw, hibernated twice, or came
+    # back active before it resumed; a runner may tell a finish twice,
+    # or for a server the task is not on.
     plan = _plan(runtimes=(300,) * 4)
     clock = clock_mod.SimClock()
     cloud = cloud_mod.SimCloud(clock, plan.job.policy.alpha_s)
@@ -179,7 +183,16 @@ def test_server_events_out_of_turn_are_ignored(events):
 
     def report_out_of_turn():
         for kind in events:
-            cloud._emit(kind, server)
+            if kind == 'finished twice':
+                task_id = next(iter(sched.fleet.servers[server.id].running))
+                for _ in range(2):
+                    sched._task_event(ports.TaskEvent(ports.FINISHED,
+                                                      server.id, task_id))
+            elif kind == 'finished elsewhere':
+                sched._task_event(ports.TaskEvent(ports.FINISHED, 'srv-x',
+                                                  plan.job.tasks[0].id))
+            else:
+                cloud._emit(kind, server)
     clock.call_at(plan.job.policy.alpha_s + 100.0, report_out_of_turn)
     clock.run(until=10 * plan.job.deadline_s)
     assert sched.finished
