@@ -460,11 +460,11 @@ class Scheduler:
         bill = self.place.billed_past_cycles((thief, victim), now)
         taken, free = [], 0
         for task_id, end_there in picked:
-            wall = self.place.fits(task_id, thief, now)
-            if wall is None:
-                continue
-            end = self.fleet.projection(thief, now)[0].eft_with(wall)
-            if end > end_there:
+            proj = self.fleet.projection(thief, now)[0]
+            end = proj.eft_with(self.fleet.wall(task_id, thief.flavor,
+                                                thief.market))
+            if end > end_there or self.place.check(
+                    task_id, thief.flavor, thief.market, proj) is None:
                 continue
             victim.waiting.remove(task_id)
             victim.changed()
