@@ -18,6 +18,7 @@ import os
 import sys
 import time
 
+from opie import oneline
 from opie.bot import datadir
 from opie.bot import html
 from opie.bot import jobfile
@@ -38,14 +39,19 @@ EXIT_CLOUD = 3
 
 
 class InputError(Exception):
-    """Bad input the user can fix; the message says what and where."""
+    """Bad input the user can fix: one line per problem, each saying what
+    and where."""
+
+    def __init__(self, *problems):
+        super().__init__(*problems)
+        self.problems = problems
 
 
 def _load_plan(args):
     try:
         job = jobfile.load(args.job)
     except jobfile.JobFileError as exc:
-        raise InputError(str(exc)) from None
+        raise InputError(*exc.problems) from None
     if getattr(args, 'max_normal', None) is not None and \
             args.normal_limit is None:
         raise InputError('--max-normal needs --normal-limit')
@@ -171,14 +177,14 @@ def _cloud_command(command, args):
     try:
         return command(live, args)
     except live.CloudError as exc:
-        print('opie-bot: %s' % exc, file=sys.stderr)
+        print('opie-bot: %s' % oneline.escape(str(exc)), file=sys.stderr)
         return EXIT_CLOUD
     except journal_mod.JournalError as exc:
         # Its last record could not be written: the client stops before
         # acting on it.
         print('opie-bot: %s; the job\'s servers keep running, opie-bot '
               'resume (or cancel) JOB_ID once the journal is back'
-              % exc, file=sys.stderr)
+              % oneline.escape(str(exc)), file=sys.stderr)
         return EXIT_CLOUD
     except KeyboardInterrupt:
         # The journal has every step: the job is only paused.
@@ -420,7 +426,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(EXIT_INPUT, '%s: error: %s (see %s --help)\n'
-                  % (self.prog, message, self.prog))
+                  % (self.prog, oneline.escape(message), self.prog))
 
 
 def parser():
@@ -508,7 +514,8 @@ def main(argv=None):
     try:
         return args.func(args)
     except InputError as exc:
-        print(exc, file=sys.stderr)
+        for problem in exc.problems:
+            print(oneline.escape(problem), file=sys.stderr)
         return EXIT_INPUT
     except BrokenPipeError:
         # The reader (``| head``) has all it wanted: stop quietly, and

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 
+from opie import oneline
 from opie import version as opie_version
 from opie.cmd import arguments
 from opie.cmd import audit
@@ -192,8 +193,8 @@ def main(argv=None):
         sys.stdout.flush()
         return rc
     except errors.UsageError as exc:
-        print('opie-manage %s: error: %s' % (args.command, exc),
-              file=sys.stderr)
+        print('opie-manage %s: error: %s'
+              % (args.command, oneline.escape(str(exc))), file=sys.stderr)
         return errors.EXIT_BAD_INPUT
     except BrokenPipeError:
         # The reader went away (opie-manage ... | head): stop quietly, as

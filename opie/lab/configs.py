@@ -60,6 +60,16 @@ def keystone(lab):
     sections.update({
         'database': {'connection': lab.db_url('keystone')},
         'token': {'provider': 'fernet'},
+        # bcrypt's least cost: the lab's passwords are published test
+        # values, and at the default cost (12) every token issued took
+        # 0.4 s of keystone's CPU, most of the lab's CPU in a test run
+        # on two cores. Keystone's own tests do the same.
+        'identity': {'password_hash_rounds': 4},
+        # Token validation and role look-ups cached, as DevStack does
+        # with memcached; keystone runs one gunicorn worker here, so an
+        # in-process cache is coherent. Without it every API request's
+        # token check cost keystone several database queries.
+        'cache': {'enabled': 'true', 'backend': 'dogpile.cache.memory'},
         'fernet_tokens': {
             'key_repository': lab.data / 'keystone' / 'fernet-keys'},
         'credential': {

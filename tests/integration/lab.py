@@ -5,6 +5,7 @@ loader and keystoneauth1; Nova is driven through python-novaclient and
 Placement through a keystoneauth1 adapter, the code paths OPIE's users
 take.
 """
+import functools
 import time
 
 from keystoneauth1 import adapter
@@ -48,8 +49,11 @@ def placement():
                            default_microversion=PLACEMENT_VERSION)
 
 
+@functools.cache
 def connect(cloud='lab-admin'):
-    """An openstacksdk connection (keystone's limits have no novaclient)."""
+    """An openstacksdk connection (keystone's limits have no novaclient),
+    one per cloud: like a real client its session keeps its token, rather
+    than asking keystone for a new one per request."""
     return bootstrap.connect(LAB, cloud)
 
 

@@ -180,6 +180,29 @@ def test_bad_options_are_one_line_and_start_nothing(tmp_path, capsys, argv,
     assert not (tmp_path / 'opie-bot-data' / 'jobs').exists()
 
 
+@pytest.mark.parametrize('breaker', ['\x1e', '\u2028', '\x85', '\r',
+                                     '\x1b[2J', '\u202e'])
+def test_names_that_break_lines_are_escaped(tmp_path, capsys, breaker):
+    """Python's splitlines() and terminals break lines at far more than
+    "\\n": a key, a flavor or an option is quoted escaped."""
+    with open(J60) as f:
+        doc = yaml.safe_load(f)
+    doc['odd' + breaker] = 1
+    doc['flavors']['f' + breaker] = {'vcpus': 1}
+    job = write(tmp_path, 'b.yaml', json.dumps(doc))
+    assert cli.main(['plan', job]) == 2
+    lines = one_line_per_problem(capsys.readouterr().err, job)
+    escaped = ascii(breaker)[1:-1]
+    assert any("flavors.f%s: 'gflops'" % escaped in line for line in lines)
+    assert any('odd%s' % escaped in line for line in lines)
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(['run', J60, '--scenario', 'sc' + breaker])
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert 'sc%s' % escaped in line
+
+
 def test_a_trace_with_a_nan_time(tmp_path, capsys):
     trace = write(tmp_path, 't.csv', 'time_s,flavor,event\n'
                                      'nan,c4.large,terminate\n')

@@ -133,6 +133,22 @@ def test_a_hostile_snapshot_exits_2_with_one_line(tmp_path, capsys):
                    'more than 18 digits: 1%s...\n' % (path, '0' * 19))
 
 
+@pytest.mark.parametrize('breaker', ['\x1e', '\u2028', '\x85', '\r',
+                                     '\x1b[2J', '\u202e'])
+def test_a_name_that_breaks_lines_is_escaped_in_the_one_line(
+        tmp_path, capsys, breaker):
+    # Python's splitlines() and terminals break lines at far more than
+    # "\n" (the fuzz test below found a flavor named "\x1e").
+    snap = json.loads(_snapshot_text())
+    snap['flavors']['odd' + breaker] = None
+    rc, _, err, path = _attack(tmp_path, capsys, json.dumps(snap))
+
+    assert rc == 2
+    assert err == ('opie-manage plan: error: snapshot %s: flavors.odd%s: '
+                   'expected an object, got null\n'
+                   % (path, ascii(breaker)[1:-1]))
+
+
 @pytest.mark.parametrize('value', ['nan', 'inf', '-inf'])
 def test_a_period_must_be_a_finite_number(capsys, value):
     with pytest.raises(SystemExit) as exit_info:
