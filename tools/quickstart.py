@@ -11,6 +11,7 @@ import hashlib
 import pathlib
 import subprocess
 import sys
+import tempfile
 import venv
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -62,19 +63,34 @@ def demo():
     return run([str(BIN / 'opie-bot'), 'demo'])
 
 
+def _pytest(paths, **kwargs):
+    argv = [str(BIN / 'python'), '-m', 'pytest'] + paths + sys.argv[2:]
+    print('+ ' + ' '.join(argv), flush=True)
+    return subprocess.Popen(argv, cwd=ROOT, **kwargs)
+
+
 def test():
     # Unit and functional tests run in separate processes: Nova's functional
     # fixtures monkey-patch the interpreter, which must not leak into the
     # pure cores' tests. In the functional tests Nova's own WarningsFixture
     # decides which warnings are errors; pytest's summary of Nova's many
     # deprecation warnings would only bury the results.
-    failed = 0
-    for suite, options in (('tests/unit', []),
-                           ('tests/functional', ['-p', 'no:warnings'])):
-        rc = run([str(BIN / 'python'), '-m', 'pytest', suite] + options
-                 + sys.argv[2:])
-        failed = failed or rc
-    return failed
+    failed = _pytest(['tests/unit']).wait()
+    # opie-bot's functional tests mostly wait for the client they run, so
+    # they run beside the scheduler's (a quarter of the suite's time) and
+    # their output follows.
+    functional = ['-p', 'no:warnings']
+    with tempfile.TemporaryFile() as log:
+        bot = _pytest(['tests/functional/bot'] + functional, stdout=log,
+                      stderr=subprocess.STDOUT)
+        scheduler = _pytest(['tests/functional', '--ignore',
+                             'tests/functional/bot'] + functional).wait()
+        bot = bot.wait()
+        log.seek(0)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(log.read())
+        sys.stdout.flush()
+    return failed or scheduler or bot
 
 
 def main():
