@@ -8,7 +8,9 @@ U+2028, U+2029), a terminal obeys escape sequences, and bidirectional
 controls reorder what the reader sees. :func:`escape` writes every
 control, format and line or paragraph separator character as its Python
 escape, so a quoted name can neither split a message nor disguise it.
+:class:`ArgumentParser` holds a command's bad options to the same line.
 """
+import argparse
 import unicodedata
 
 # Unicode categories written as escapes: controls, format characters
@@ -23,3 +25,12 @@ def escape(text):
     return ''.join(ascii(ch)[1:-1]
                    if unicodedata.category(ch) in _ESCAPED else ch
                    for ch in text)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose bad options are one line naming the option (not a
+    usage block and then the error), exit status 2."""
+
+    def error(self, message):
+        self.exit(2, '%s: error: %s (see %s --help)\n'
+                  % (self.prog, escape(message), self.prog))

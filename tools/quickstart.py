@@ -63,34 +63,76 @@ def demo():
     return run([str(BIN / 'opie-bot'), 'demo'])
 
 
-def _pytest(paths, **kwargs):
-    argv = [str(BIN / 'python'), '-m', 'pytest'] + paths + sys.argv[2:]
+# Unit and functional tests run in separate processes: Nova's functional
+# fixtures monkey-patch the interpreter, which must not leak into the pure
+# cores' tests. In the functional tests Nova's own WarningsFixture decides
+# which warnings are errors; pytest's summary of Nova's many deprecation
+# warnings would only bury the results. opie-bot's functional tests mostly
+# wait for the client they drive, so they run beside the scheduler's (a
+# quarter of the suite's time), their output following.
+UNIT, BOT, SCHEDULER = 'tests/unit', 'tests/functional/bot', 'tests/functional'
+OPTIONS = {UNIT: [], BOT: ['-p', 'no:warnings'],
+           SCHEDULER: ['-p', 'no:warnings', '--ignore', BOT]}
+# pytest's status when no test was selected: a process that runs none of
+# the tests asked for (-k, or a path in another suite) has not failed.
+NO_TESTS = 5
+
+
+def _under(path, suite):
+    return path == suite or path.startswith((suite + '/', suite + '::'))
+
+
+def _targets(suite, paths):
+    """What ``suite``'s process runs of the test ``paths`` asked for (all
+    of it when none are)."""
+    if not paths or any(_under(suite, p) for p in paths):
+        return [suite]
+    return [p for p in paths if _under(p, suite)
+            and not (suite == SCHEDULER and _under(p, BOT))]
+
+
+def _pytest(suite, targets, options, **kwargs):
+    argv = ([str(BIN / 'python'), '-m', 'pytest'] + targets
+            + OPTIONS[suite] + options)
     print('+ ' + ' '.join(argv), flush=True)
     return subprocess.Popen(argv, cwd=ROOT, **kwargs)
 
 
+def _wait(processes):
+    try:
+        return [p.wait() for p in processes]
+    except KeyboardInterrupt:
+        # The terminal's ^C reached them too: let them report.
+        return [p.wait() for p in processes]
+
+
 def test():
-    # Unit and functional tests run in separate processes: Nova's functional
-    # fixtures monkey-patch the interpreter, which must not leak into the
-    # pure cores' tests. In the functional tests Nova's own WarningsFixture
-    # decides which warnings are errors; pytest's summary of Nova's many
-    # deprecation warnings would only bury the results.
-    failed = _pytest(['tests/unit']).wait()
-    # opie-bot's functional tests mostly wait for the client they run, so
-    # they run beside the scheduler's (a quarter of the suite's time) and
-    # their output follows.
-    functional = ['-p', 'no:warnings']
+    args = sys.argv[2:]
+    paths = [a for a in args if a == 'tests' or a.startswith('tests/')]
+    options = [a for a in args if a not in paths]
+    runs = {suite: _targets(suite, paths) for suite in OPTIONS}
+    if not any(runs.values()):
+        print('quickstart test: %s: no unit or functional tests there (the '
+              'lab runs tests/integration: python3 tools/lab.py test)'
+              % ' '.join(paths), file=sys.stderr)
+        return 2
+    codes = _wait([_pytest(UNIT, runs[UNIT], options)] if runs[UNIT] else [])
     with tempfile.TemporaryFile() as log:
-        bot = _pytest(['tests/functional/bot'] + functional, stdout=log,
-                      stderr=subprocess.STDOUT)
-        scheduler = _pytest(['tests/functional', '--ignore',
-                             'tests/functional/bot'] + functional).wait()
-        bot = bot.wait()
+        functional = []
+        if runs[BOT]:
+            functional.append(_pytest(BOT, runs[BOT], options, stdout=log,
+                                      stderr=subprocess.STDOUT))
+        if runs[SCHEDULER]:
+            functional.append(_pytest(SCHEDULER, runs[SCHEDULER], options))
+        codes += _wait(functional)
         log.seek(0)
         sys.stdout.flush()
         sys.stdout.buffer.write(log.read())
         sys.stdout.flush()
-    return failed or scheduler or bot
+    failed = [c for c in codes if c not in (0, NO_TESTS)]
+    if failed:
+        return failed[0]
+    return NO_TESTS if codes and set(codes) == {NO_TESTS} else 0
 
 
 def main():

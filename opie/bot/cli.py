@@ -291,10 +291,10 @@ def cmd_cancel(args):
         kept = live.cancel(datadir.jobs(args.data_dir), args.job_id,
                            args.os_cloud)
         if kept:
-            print('job %s cancelled, but %d of its servers were left alone '
-                  'because their job tag was removed: %s' % (
-                      args.job_id, len(kept), ', '.join(kept)),
-                  file=sys.stderr)
+            message = ('job %s cancelled, but %d of its servers were left '
+                       'alone because their job tag was removed: %s' % (
+                           args.job_id, len(kept), ', '.join(kept)))
+            print(oneline.escape(message), file=sys.stderr)
             return EXIT_MISSED
         print('job %s cancelled: its servers and objects are deleted'
               % args.job_id)
@@ -421,16 +421,8 @@ def _format_option(parser):
                         default='text')
 
 
-class _Parser(argparse.ArgumentParser):
-    """Bad options are one line naming the option, and exit status 2."""
-
-    def error(self, message):
-        self.exit(EXIT_INPUT, '%s: error: %s (see %s --help)\n'
-                  % (self.prog, oneline.escape(message), self.prog))
-
-
 def parser():
-    p = _Parser(prog='opie-bot', description=__doc__)
+    p = oneline.ArgumentParser(prog='opie-bot', description=__doc__)
     sub = p.add_subparsers(dest='command', required=True)
 
     sp = sub.add_parser('plan', help='Dspot, primary map, expected cost')

@@ -11,7 +11,6 @@ file is read by :func:`opie.core.snapshot.load`, with limits, since it may
 come from anywhere; whatever it holds, a problem is one line naming the
 file.
 """
-import argparse
 import json
 import os
 import sys
@@ -165,7 +164,7 @@ def _as_table(request, decision, model, args):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = oneline.ArgumentParser(
         prog='opie-manage',
         description='Operator tools for OPIE, the OpenStack Preemptible '
         'Instances Extension.')

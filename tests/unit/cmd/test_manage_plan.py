@@ -149,6 +149,19 @@ def test_a_name_that_breaks_lines_is_escaped_in_the_one_line(
                    % (path, ascii(breaker)[1:-1]))
 
 
+@pytest.mark.parametrize('argv', [
+    ['extra\x1b[2J\u2028evil'], ['--bogus=\x1b]0;title\x07\u202e']])
+def test_a_bad_option_is_one_escaped_line(capsys, argv):
+    with pytest.raises(SystemExit) as exit_info:
+        manage.main(['plan', '--snapshot', 'x.json', '--flavor', 'a']
+                    + argv)
+
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith('opie-manage: error: unrecognized arguments: ')
+    assert ascii(argv[0])[1:-1] in line
+
+
 @pytest.mark.parametrize('value', ['nan', 'inf', '-inf'])
 def test_a_period_must_be_a_finite_number(capsys, value):
     with pytest.raises(SystemExit) as exit_info:
