@@ -48,9 +48,13 @@ def ensure_venv(extras, path=VENV):
     stamp_file.write_text(stamp)
 
 
-def run(argv):
+def start(argv, **kwargs):
     print('+ ' + ' '.join(argv), flush=True)
-    return subprocess.run(argv, cwd=ROOT).returncode
+    return subprocess.Popen(argv, cwd=ROOT, **kwargs)
+
+
+def run(argv):
+    return start(argv).wait()
 
 
 def demo():
@@ -92,10 +96,8 @@ def _targets(suite, paths):
 
 
 def _pytest(suite, targets, options, **kwargs):
-    argv = ([str(BIN / 'python'), '-m', 'pytest'] + targets
-            + OPTIONS[suite] + options)
-    print('+ ' + ' '.join(argv), flush=True)
-    return subprocess.Popen(argv, cwd=ROOT, **kwargs)
+    return start([str(BIN / 'python'), '-m', 'pytest'] + targets
+                 + OPTIONS[suite] + options, **kwargs)
 
 
 def _wait(processes):

@@ -125,6 +125,12 @@ def _writer_in(locks):
     return pids.pop() if len(pids) == 1 else 0
 
 
+def _busy(holder):
+    """:class:`JournalBusy`, naming the holder's pid if the kernel did."""
+    return JournalBusy('another opie-bot%s is driving this job; stop it '
+                       'first' % (' (pid %d)' % holder if holder else ''))
+
+
 def _open_journal(path, create):
     """A descriptor of the journal file, only if it is a regular file of
     this user (a new one, readable by this user alone, if ``create``)."""
@@ -186,14 +192,10 @@ class Journal(ports.StateStore):
                 locks = _flocks(self._fd)
                 holder = None if locks is None else _writer_in(locks)
                 if locks is None or holder is not None:
-                    raise JournalBusy(
-                        'another opie-bot%s is driving this job; stop it '
-                        'first' % (' (pid %d)' % holder if holder else '')
-                    ) from None
+                    raise _busy(holder) from None
                 time.sleep(PROBE_WAIT_S)
         else:
-            raise JournalBusy('another opie-bot is driving this job; stop '
-                              'it first')
+            raise _busy(None)
         try:
             self._check_name()
         except JournalError:
