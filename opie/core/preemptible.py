@@ -54,6 +54,16 @@ def resources_key(resource_class):
 ADMIN_LOCK = 'admin'
 LEAVING_TASK_STATES = frozenset(['deleting', 'shelving_offloading'])
 LEAVING_VM_STATES = frozenset(['deleted', 'shelved_offloaded'])
+# The task states of a move (resize, cold and live migration, evacuation,
+# shelve and unshelve). Midway through one, Nova's records disagree for a
+# while: the instance row names one host while its allocations sit on
+# another, or on none at all until the destination is claimed.
+MOVING_TASK_STATES = frozenset([
+    'resize_prep', 'resize_migrating', 'resize_migrated', 'resize_finish',
+    'resize_reverting', 'resize_confirming', 'migrating', 'rebuilding',
+    'rebuild_block_device_mapping', 'rebuild_spawning', 'shelving',
+    'shelving_image_pending_upload', 'shelving_image_uploading',
+    'unshelving', 'spawning'])
 
 
 def may_be_victim(locked_by, task_state, vm_state=None):

@@ -194,9 +194,10 @@ def record_from_summary(host_state, summary):
     return record
 
 
-def record_from_placement(client, context, host_state):
+def record_from_placement(client, context, host_state, token=True):
     """A HostRecord of ``host_state``'s compute node as Placement counts it
-    now (its inventories and usages)."""
+    now (its inventories and usages, and its token's generation unless not
+    ``token``)."""
     base = '/resource_providers/%s' % host_state.uuid
     inventories = claim.read(client, context,
                              base + '/inventories')['inventories']
@@ -208,9 +209,10 @@ def record_from_placement(client, context, host_state):
         nodename=host_state.nodename, cell_uuid=host_state.cell_uuid,
         capacity=capacity, normal_used=res.ZERO,
         token_inventory=preemptible.HOST_TOKEN in inventories)
-    # Token first, usage second: the usage is at least as new as the
-    # generation a write will carry.
-    record.generation = claim.read_token(client, context, record.uuid)
+    if token:
+        # Token first, usage second: the usage is at least as new as the
+        # generation a write will carry.
+        record.generation = claim.read_token(client, context, record.uuid)
     record.apply_usage(read_usages(client, context, record.uuid))
     return record
 

@@ -202,7 +202,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 count += len(lost)
                 self.terminator.terminate(
                     [plan_mod.Preemption(record.host, record.nodename,
-                                         tuple(lost), 0.0)],
+                                         tuple(lost), 0.0,
+                                         provider_uuid=record.uuid)],
                     {'reason': 'room-taken'})
         return count
 
@@ -229,7 +230,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
                                  enabled=CONF.opie.reconcile_interval > 0)
     def _opie_reconcile(self, context):
         if self.lease.acquire(context):
-            self.reconciler.run(context)
+            self.reconciler.run(
+                context, renew=lambda: self.lease.acquire(context))
             if self.settings.termination_mode == opie_conf.SHELVE:
                 snapshots.clean(self.terminator.service_context())
 

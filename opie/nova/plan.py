@@ -51,6 +51,9 @@ class Preemption:
     victims: tuple
     cost: float
     instance_uuid: str | None = None
+    # The compute node's resource provider, where the victims' room was
+    # taken.
+    provider_uuid: str | None = None
 
 
 class Plan:
@@ -252,7 +255,7 @@ class Plan:
     def preempted(self, record, instance_uuid, victims, cost):
         self.preemptions.append(Preemption(
             record.host, record.nodename, tuple(victims), cost,
-            instance_uuid))
+            instance_uuid, record.uuid))
 
     def reason(self):
         """Why hosts were refused, for NoValidHost (no host names)."""

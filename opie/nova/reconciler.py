@@ -58,6 +58,11 @@ def _overdue(since, found, now, grace):
             if now - since.setdefault(key, now) >= grace]
 
 
+class LeaseLost(Exception):
+    """The lease holder could not renew its lease: another process holds
+    it now."""
+
+
 class Reconciler:
 
     def __init__(self, settings, host_manager, placement_client,
@@ -74,21 +79,37 @@ class Reconciler:
         self._over_since = {}
         self._claimed_since = {}
 
-    def run(self, context, now=None):
-        """One pass; returns the Preemptions made."""
+    def run(self, context, now=None, renew=lambda: True):
+        """One pass; returns the Preemptions made. ``renew()`` is called
+        before each act and must return True for the pass to go on: the
+        lease holder renews its lease there (:mod:`.lease`), so a pass that
+        outlives its lease stops before it acts."""
         now = now or timeutils.utcnow()
         # No uuids, no request spec: every compute node of enabled cells.
         host_states = [
             host_state for host_state in
             self.host_manager.get_host_states_by_uuids(context, None, None)
             if host_state.uuid is not None]
-        preemptions = self._claimed(context, host_states, now)
-        if preemptions:
-            self.terminator.terminate(preemptions, {'reason': 'claimed'})
-        repairs = self._overcommitted(context, host_states, now)
-        if repairs:
-            self.terminator.terminate(repairs, {'reason': 'reconcile'})
-        return preemptions + repairs
+        done = []
+        try:
+            claimed = self._claimed(context, host_states, now)
+            if claimed:
+                self._renew(renew)
+                done += self.terminator.terminate(claimed,
+                                                  {'reason': 'claimed'})
+            for repair in self._overcommitted(context, host_states, now,
+                                              renew):
+                done += self.terminator.terminate([repair],
+                                                  {'reason': 'reconcile'})
+        except LeaseLost:
+            LOG.warning('OPIE: the reconciler lease was lost during a pass; '
+                        'its holder goes on')
+        return done
+
+    @staticmethod
+    def _renew(renew):
+        if not renew():
+            raise LeaseLost()
 
     # claimed victims left running ----------------------------------------
     def _claimed(self, context, host_states, now):
@@ -102,7 +123,8 @@ class Reconciler:
             held = hoststate.holders(self.placement_client, context,
                                      record.uuid)
             for instance in record.preemptibles:
-                if instance.uuid not in held:
+                if instance.uuid not in held and not self._holds_any(
+                        context, instance.uuid):
                     claimed[instance.uuid] = (record, instance)
         due = _overdue(self._claimed_since, claimed, now, self.claimed_grace)
         by_host = {}
@@ -118,26 +140,43 @@ class Reconciler:
             preemptions.append(self._preemption(record, instances, now))
         return preemptions
 
+    def _holds_any(self, context, uuid):
+        """Does the instance hold allocations anywhere? Midway through a
+        move, its row names the source while its allocations sit on the
+        destination: it moves, nobody took its room."""
+        return bool(claim.read(self.placement_client, context,
+                               '/allocations/%s' % uuid)['allocations'])
+
     # h_f overcommit ------------------------------------------------------
-    def _overcommitted(self, context, host_states, now):
-        records = [hoststate.record_from_placement(self.placement_client,
-                                                   context, host_state)
-                   for host_state in host_states
-                   if not _excess(hoststate.record_from_host_state(
-                       host_state).core_host()).is_zero()]
+    def _overcommitted(self, context, host_states, now, renew):
+        """Each repair as it is made (renewing before each)."""
+        records = [hoststate.record_from_placement(
+            self.placement_client, context, host_state, token=False)
+            for host_state in host_states]
         over = {r.uuid: r for r in records
                 if not _excess(r.core_host()).is_zero()}
         due = [over[uuid] for uuid in
                _overdue(self._over_since, over, now, self.grace)]
         if not due:
-            return []
+            return
         self._loader(context)(due)
-        return [p for p in (self._repair(context, r, now) for r in due)
-                if p]
+        for record in due:
+            self._renew(renew)
+            repair = self._repair(context, record, now)
+            if repair:
+                yield repair
 
     def _repair(self, context, record, now):
+        # Token first, usage second: the usage a write decides on is at
+        # least as new as the generation it carries.
+        record.generation = claim.read_token(self.placement_client, context,
+                                             record.uuid)
+        record.apply_usage(hoststate.read_usages(self.placement_client,
+                                                 context, record.uuid))
         host = record.core_host()
         excess = _excess(host)
+        if excess.is_zero():
+            return None
         costs = self.settings.cost_model.costs(host.preemptibles, host, now)
         selection = victims_mod.select(excess, host.preemptibles, costs,
                                        self.settings.max_victims,

@@ -8,6 +8,16 @@ threads under eventlet, ``[DEFAULT] default_thread_pool_size`` native
 threads otherwise; a stopping scheduler waits for them). The reconciler
 terminates in its own periodic task. For every victim:
 
+0. its row and its allocations are read again, right before acting, and
+   it is **spared** unless it is still preemptible and its room is still
+   needed (:func:`spared`): its owner may have reverted the resize that
+   made it preemptible, or moved it, since it was taken. Then its
+   termination begins with a compare-and-swap in Nova's database on the
+   task and VM state just read (Nova's shelve from no task; for a delete,
+   the task set to ``deleting``): an owner's action or another OPIE
+   process that got to it in between makes this one give up, so the read
+   and the act cannot be split by a change, and no victim is acted on
+   twice, whatever the speeds of the processes involved;
 1. an instance action ``opie-preempt`` is recorded in the victim's cell
    with an admin context: its owner lists it, even after the server is
    deleted, from API microversion 2.21 (it names no other tenant);
@@ -31,20 +41,28 @@ victim's project), and the metrics count them (:mod:`.metrics`).
 
 A victim that cannot be terminated is logged and skipped: its room is
 already counted as free, and the reconciler terminates it later, as it does
-victims whose scheduler died before terminating them.
+victims whose scheduler died before terminating them. A victim spared is
+logged and left out of the notification: it was no victim after all.
 """
+import dataclasses
+
 from oslo_log import log as logging
 
 from keystoneauth1 import loading as ks_loading
 from nova.compute import api as compute_api
+from nova.compute import task_states
 from nova.compute import vm_states
 import nova.conf
 from nova import context as nova_context
 from nova import exception
 from nova import objects
+from nova.scheduler.client import report
 from nova import thread_pool_factory
 
+from opie.core import preemptible
+from opie.nova import claim
 from opie.nova import conf as opie_conf
+from opie.nova import hoststate
 from opie.nova import metrics
 from opie.nova import notify
 
@@ -53,6 +71,13 @@ CONF = nova.conf.CONF
 ACTION = 'opie-preempt'
 SHELVABLE_VM_STATES = frozenset([vm_states.ACTIVE, vm_states.STOPPED,
                                  vm_states.PAUSED, vm_states.SUSPENDED])
+# What became of a victim.
+TERMINATED, SPARED, FAILED = 'terminated', 'spared', 'failed'
+# Another actor (its owner, another OPIE process) got to the victim between
+# its read and the compare-and-swap that begins its termination.
+_CHANGED_MEANWHILE = (exception.InstanceNotFound,
+                      exception.InstanceUpdateConflict,
+                      exception.InstanceInvalidState)
 
 
 class Terminator:
@@ -70,17 +95,30 @@ class Terminator:
                                          request_info)
 
     def terminate(self, preemptions, request_info):
-        """Terminate the victims of ``preemptions`` (plan.Preemption) and
-        notify; ``request_info`` (a dict) describes what they made room
-        for."""
+        """Terminate the victims of ``preemptions`` (plan.Preemption) that
+        still are victims, and notify; ``request_info`` (a dict) describes
+        what they made room for. Returns the preemptions as they happened:
+        each with the victims terminated, none where none was."""
+        happened = []
         for preemption in preemptions:
             owners = notify.owners(preemption.victims)
-            done = [victim for victim in preemption.victims
-                    if self._terminate(victim.uuid, preemption)]
+            outcomes = {victim: self._terminate(victim.uuid, preemption)
+                        for victim in preemption.victims}
+            # A victim spared was no victim after all: it is not told of.
+            preemption = dataclasses.replace(preemption, victims=tuple(
+                v for v in preemption.victims if outcomes[v] != SPARED))
+            if not preemption.victims:
+                continue
+            done = [v for v in preemption.victims
+                    if outcomes[v] == TERMINATED]
             mode = self.settings.termination_mode
             self.notifier.preempted(preemption, done, owners, request_info,
                                     mode)
             metrics.terminated(preemption, done, request_info, mode)
+            if done:
+                happened.append(dataclasses.replace(preemption,
+                                                    victims=tuple(done)))
+        return happened
 
     def service_context(self):
         """A context that may act on any instance and, as the service
@@ -121,30 +159,70 @@ class Terminator:
             return None
 
     def _terminate(self, uuid, preemption):
+        """Terminate one victim if it still is one: :data:`TERMINATED`,
+        :data:`SPARED` or :data:`FAILED`."""
+        shelving = self.settings.termination_mode == opie_conf.SHELVE
+        context = (self._shelve_context() if shelving else None) or \
+            nova_context.get_admin_context()
         try:
             mapping = objects.InstanceMapping.get_by_instance_uuid(
                 nova_context.get_admin_context(), uuid)
-            shelving = self.settings.termination_mode == opie_conf.SHELVE
-            context = (self._shelve_context() if shelving else None) or \
-                nova_context.get_admin_context()
-            self._record_action(mapping.cell_mapping, uuid)
-            instance = self.compute_api.get(context, uuid)
-            if shelving and context.auth_token and _shelvable(instance):
-                # No clean shutdown: the room is already another server's,
-                # which must not start beside a guest still shutting down.
-                self.compute_api.shelve(context, instance,
-                                        clean_shutdown=False)
-                self._tag(mapping.cell_mapping, uuid)
-            else:
-                self.compute_api.delete(context, instance)
+            # Right before acting: what the database and Placement say now.
+            instance = self.compute_api.get(context, uuid,
+                                            expected_attrs=['flavor'])
+            why = spared(instance, self._held(context, uuid),
+                         preemption.provider_uuid)
+            if why is None:
+                self._act(context, mapping.cell_mapping, instance,
+                          shelving)
+        except _CHANGED_MEANWHILE as exc:
+            why = 'it changed meanwhile (%s)' % type(exc).__name__
         except Exception:
             LOG.exception('OPIE: could not %s preempted instance %s',
                           self.settings.termination_mode, uuid)
-            return False
+            return FAILED
+        if why is not None:
+            LOG.info('OPIE: instance %s on %s, taken as a victim, is not '
+                     'terminated: %s', uuid, preemption.host, why)
+            return SPARED
         LOG.info('OPIE: preempted instance %s (%s) on %s for %s', uuid,
                  self.settings.termination_mode, preemption.host,
                  preemption.instance_uuid or 'the reconciler')
-        return True
+        return TERMINATED
+
+    def _act(self, context, cell_mapping, instance, shelving):
+        """Shelve or delete ``instance``; each way begins with a
+        compare-and-swap on its task and VM state as just read, so its
+        owner (a resize reverted, say) or another OPIE process acting on
+        it since makes this one give up."""
+        if shelving and context.auth_token and _shelvable(instance):
+            # Nova's shelve is the compare-and-swap (from no task). No
+            # clean shutdown: the room is already another server's, which
+            # must not start beside a guest still shutting down.
+            self.compute_api.shelve(context, instance, clean_shutdown=False)
+            self._record_action(cell_mapping, instance.uuid)
+            self._tag(cell_mapping, instance.uuid)
+            return
+        claimed = instance.obj_clone()
+        claimed.task_state = task_states.DELETING
+        claimed.save(expected_task_state=[instance.task_state],
+                     expected_vm_state=[instance.vm_state])
+        try:
+            self._record_action(cell_mapping, instance.uuid)
+            # ``instance`` still has the task state it was read with, so
+            # Nova's delete does not take it for a delete under way.
+            self.compute_api.delete(context, instance)
+        except Exception:
+            # Leave it as found: the next reconcile pass tries again.
+            claimed.task_state = instance.task_state
+            claimed.save(expected_task_state=[task_states.DELETING])
+            raise
+
+    def _held(self, context, uuid):
+        """The victim's allocations in Placement now: provider uuid ->
+        resources."""
+        return claim.read(report.report_client_singleton(), context,
+                          '/allocations/%s' % uuid)['allocations']
 
     @staticmethod
     def _record_action(cell_mapping, uuid):
@@ -183,6 +261,31 @@ def _v2_catalog(catalog):
             {k: service[k] for k in ('type', 'name') if k in service},
             endpoints=list(regions.values())))
     return services
+
+
+def spared(instance, held, provider_uuid):
+    """Why ``instance``, taken as a victim on ``provider_uuid`` and read
+    again just now, must not be terminated; None if it must. ``held``: its
+    allocations in Placement now.
+
+    A victim is terminated only while it is preemptible and its room is
+    needed: a victim emptied holds nothing, one whose allocations
+    ``heal_allocations`` gave back holds them where they were taken, so
+    either still stands in another server's way. One that holds room on
+    another host only has moved away; one that holds nothing in the middle
+    of a move is between two of its claims.
+    """
+    if not hoststate.is_preemptible(instance.flavor):
+        return 'it is no longer preemptible (a resize reverted or confirmed)'
+    if not preemptible.may_be_victim(
+            instance.locked_by if instance.locked else None,
+            instance.task_state, instance.vm_state):
+        return 'an operator locked it, or it is already leaving'
+    if held and provider_uuid not in held:
+        return 'it holds its room on another host now'
+    if not held and instance.task_state in preemptible.MOVING_TASK_STATES:
+        return 'it is in the middle of a move (%s)' % instance.task_state
+    return None
 
 
 def _shelvable(instance):

@@ -7,6 +7,7 @@ a normal boot still gets its room. Only an operator's lock protects one.
 from nova import context as nova_context
 from nova import objects
 
+from opie.nova import terminate
 from tests.functional import base
 from tests.functional import test_preemption
 
@@ -85,3 +86,84 @@ class OwnerActions(base.OpieCloud):
         self.assertEqual([resized['id']], self.victim_uuids())
         self.assertEqual(1, self.preempt_actions(resized['id']))
         self.assert_within_capacity()
+
+
+class OwnerRevertsAVictim(base.OpieCloud):
+    """A normal server resized to a preemptible flavor and left in
+    VERIFY_RESIZE is a victim on its new host; its owner reverts the
+    resize before the scheduler terminates it: it is normal again, and
+    must live."""
+
+    def setUp(self):
+        super().setUp()
+        self.member = self.api_fixture.api
+        # N: a normal small on host-A, resized to a preemptible medium:
+        # host-B (no resize to the same host).
+        self.resized = self.boot('small', 'N', host='host-A')
+        self.member.post_server_action(self.resized['id'], {'resize': {
+            'flavorRef': self.preemptible['medium']}})
+        self._wait_for_state_change(self.resized, 'VERIFY_RESIZE')
+        self.assertEqual('host-B', self.host_of(self.resized))
+        # Both hosts full: N's room on host-B is the only room there is.
+        self.boot('large', 'LA', host='host-A')
+        self.boot('medium', 'MA', host='host-A')
+        self.boot('small', 'SA', host='host-A')
+        self.boot('large', 'LB', host='host-B')
+        self.boot('medium', 'MB', host='host-B')
+        self.deferred = []
+        terminator = self.scheduler.manager.terminator
+        self.stub_out_terminate_later(terminator)
+
+    def stub_out_terminate_later(self, terminator):
+        # The background termination runs when the test says so.
+        def later(preemptions, request_info):
+            self.deferred.append((preemptions, request_info))
+        terminator.terminate_later.side_effect = later
+
+    def revert(self):
+        self.member.post_server_action(self.resized['id'],
+                                       {'revertResize': None})
+        self._wait_for_state_change(self.resized, 'ACTIVE')
+        self._wait_for_migration_status(self.resized, ['reverted'])
+
+    def terminate_deferred(self):
+        terminator = self.scheduler.manager.terminator
+        return [p for preemptions, info in self.deferred
+                for p in terminator.terminate(preemptions, info)]
+
+    def assert_spared(self, happened):
+        self.assertEqual([], happened)
+        server = self.api.get_server(self.resized['id'])
+        self.assertEqual('ACTIVE', server['status'])
+        self.assertEqual('host-A', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(0, self.preempt_actions(self.resized['id']))
+        self.assertEqual([], self.victim_uuids())
+        self.assert_within_capacity()
+
+    def test_reverted_before_the_termination_runs(self):
+        self.boot('medium', 'normal')
+        [(preemptions, _)] = self.deferred
+        self.assertEqual([self.resized['id']],
+                         [v.uuid for v in preemptions[0].victims])
+
+        self.revert()
+
+        self.assert_spared(self.terminate_deferred())
+
+    def test_reverted_between_the_terminators_read_and_its_act(self):
+        self.boot('medium', 'normal')
+        real = terminate.spared
+        reverting = [True]
+
+        def spared(*args):
+            why = real(*args)
+            if reverting:
+                reverting.pop()
+                self.revert()
+            return why
+        self.stub_out('opie.nova.terminate.spared', spared)
+
+        happened = self.terminate_deferred()
+
+        self.assertEqual([], reverting)
+        self.assert_spared(happened)
