@@ -3,11 +3,14 @@ left running, each after its grace period; one process holds its lease,
 and one overcommit is repaired once."""
 import datetime
 import os
+from unittest import mock
 
+import fixtures
 from oslo_utils import timeutils
 
 import nova.conf
 from nova import context as nova_context
+from nova import objects
 
 from opie.nova import claim
 from opie.nova import lease
@@ -114,6 +117,148 @@ class Reconciler(base.OpieCloud):
         reasons = [n['payload']['request'].get('reason')
                    for n in self.preempt_notifications()]
         self.assertEqual([None, 'claimed'], reasons)
+
+    def claim_without_terminating(self, name, host):
+        """A scheduler worker takes ``name`` and dies before terminating
+        it; its uuid."""
+        uuid = self.server(name)['id']
+        rp = self._get_provider_uuid_by_host(host)
+        client = self.manager.placement_client
+        self.assertIsNotNone(claim.write(
+            client, self.context, rp,
+            claim.read_token(client, self.context, rp),
+            {uuid: claim.emptied(claim.read_victim(client, self.context,
+                                                   uuid))}))
+        return uuid
+
+    def test_a_pass_that_outlives_its_lease_stops_before_it_acts(self):
+        b2 = self.claim_without_terminating('B-2', 'host-B')
+        clock = [0.0]
+        client = self.manager.placement_client
+        first = lease.Lease(client, 'sched-1', 30, lambda: clock[0])
+        second = lease.Lease(client, 'sched-2', 30, lambda: clock[0])
+        other = self.other_worker().reconciler
+        self.assertTrue(first.acquire(self.context))
+        self.assertFalse(second.acquire(self.context))
+        # Both have seen B-2 claimed (the second when it held the lease).
+        for reconciler in (self.manager.reconciler, other):
+            self.assertEqual([], reconciler.run(self.context, now=self.now))
+        later = self.now + datetime.timedelta(
+            seconds=CONF.opie.claimed_grace_period)
+        terminate = self.useFixture(fixtures.MockPatchObject(
+            self.manager.terminator, 'terminate',
+            wraps=self.manager.terminator.terminate)).mock
+        # The first holder's pass stalls after it decided, past its lease:
+        # the second takes the lease over and does a pass of its own.
+        real = self.manager.reconciler._claimed
+        others = []
+
+        def stalled(*args):
+            decided = real(*args)
+            clock[0] += 30
+            self.assertTrue(second.acquire(self.context))
+            others.extend(other.run(self.context, now=later, renew=lambda:
+                                    second.acquire(self.context)))
+            return decided
+        self.stub_out_attr(self.manager.reconciler, '_claimed', stalled)
+
+        mine = self.manager.reconciler.run(
+            self.context, now=later, renew=lambda: first.acquire(
+                self.context))
+
+        self.assertEqual([], mine)
+        self.assertEqual(0, terminate.call_count)
+        self.assertEqual([[b2]], [[v.uuid for v in p.victims]
+                                  for p in others])
+        self.assertEqual(1, self.preempt_actions(b2))
+        self.assertEqual([b2], self.victim_uuids())
+
+    def test_a_holder_killed_between_its_repair_and_the_kill(self):
+        self.overcommit('host-A')
+        a0 = self.server('A-0')['id']
+        later = self.now + datetime.timedelta(
+            seconds=CONF.opie.reconcile_grace_period)
+        self.manager.reconciler.run(self.context, now=self.now)
+        self.stub_out_attr(self.manager.terminator, 'terminate',
+                           mock.Mock(side_effect=SystemExit))
+
+        # The repair is written, then the process dies.
+        self.assertRaises(SystemExit, self.manager.reconciler.run,
+                          self.context, now=later)
+        self.assert_within_capacity()
+        self.assertEqual(0, self.preempt_actions(a0))
+
+        # The next holder finds A-0 claimed and never terminated.
+        other = self.other_worker().reconciler
+        self.assertEqual([], other.run(self.context, now=later))
+        [preemption] = other.run(self.context, now=later + datetime.timedelta(
+            seconds=CONF.opie.claimed_grace_period))
+        self.assertEqual([a0], [v.uuid for v in preemption.victims])
+        self.assertEqual(1, self.preempt_actions(a0))
+
+    def stub_out_attr(self, obj, name, value):
+        self.useFixture(fixtures.MockPatchObject(obj, name, value))
+
+
+class ForcedMoves(base.OpieCloud):
+    """A move an admin forces to a host bypasses the scheduler: Placement
+    takes it where h_n has room, whatever h_f says. The compute node
+    record's allocation ratio may differ from Placement's (ratios managed
+    through the Placement API, or the initial ones before the compute's
+    first periodic): the reconciler believes Placement."""
+
+    def setUp(self):
+        super().setUp()
+        for i, minutes in enumerate((91, 152, 213, 274)):
+            self.boot('medium', 'A-%d' % i, host='host-A', preemptible=True,
+                      minutes=minutes)
+        self.a0 = self.server('A-0')['id']
+        self.mover = self.boot('medium', 'mover', host='host-B')
+        self.context = nova_context.get_admin_context()
+        self.now = timeutils.utcnow()
+
+        # host-A's record says twice the room Placement gives it.
+        node = objects.ComputeNode.get_by_host_and_nodename(
+            self.context, 'host-A', 'host-A')
+        node.cpu_allocation_ratio = node.ram_allocation_ratio = 2.0
+        node.save()
+
+    def assert_repaired(self):
+        self.assertEqual(10, sum(self.usage('host-A').get(rc, 0) for rc in
+                                 ('VCPU', 'CUSTOM_PREEMPTIBLE_VCPU')))
+        reconciler = self.scheduler.manager.reconciler
+        self.assertEqual([], reconciler.run(self.context, now=self.now))
+        [repair] = reconciler.run(self.context, now=self.now + (
+            datetime.timedelta(seconds=CONF.opie.reconcile_grace_period)))
+        # The cheapest on host-A: A-0 (31 minutes).
+        self.assertEqual([self.a0],
+                         [v.uuid for v in repair.victims])
+        self.assert_within_capacity()
+        self.assertEqual('host-A', self.host_of(self.mover))
+
+    def forced(self, microversion, action):
+        """Post ``action`` at the last ``microversion`` that can force."""
+        self.api.microversion = microversion
+        try:
+            self.api.post_server_action(self.mover['id'], action)
+        finally:
+            self.api.microversion = 'latest'
+
+    def test_a_forced_live_migration_onto_a_full_host(self):
+        self.forced('2.30', {'os-migrateLive': {
+            'host': 'host-A', 'block_migration': 'auto', 'force': True}})
+        self._wait_for_migration_status(self.mover, ['completed'])
+        self.assert_repaired()
+
+    def test_a_forced_evacuation_onto_a_full_host(self):
+        self.computes['host-B'].stop()
+        self.api.put_service_force_down(
+            self.api.get_services(host='host-B',
+                                  binary='nova-compute')[0]['id'], True)
+        self.forced('2.29', {'evacuate': {'host': 'host-A',
+                                          'force': True}})
+        self._wait_for_migration_status(self.mover, ['done'])
+        self.assert_repaired()
 
 
 class Lease(base.OpieCloud):
