@@ -43,7 +43,10 @@ def check(conf, roles, now):
             found += scheduler_check(conf)
         settings, problems_found = _opie_group(conf)
         found += problems_found + _opie_lines(conf)
-        found += _heartbeat(conf, settings, now) + _nova_release()
+        # The heartbeat's options may be the invalid ones.
+        if settings is not None:
+            found += _heartbeat(conf, settings, now)
+        found += _nova_release()
     if COMPUTE in roles:
         found += _provider_config(conf) + _shelve_offload(conf)
     return found
@@ -102,13 +105,23 @@ def _weighers(conf):
             RESTART))]
 
 
+def _opie_value(conf, name):
+    """``[opie] name``, or None when invalid (:func:`_opie_group` names
+    it)."""
+    try:
+        return conf.opie[name]
+    except cfg.Error:
+        return None
+
+
 def _multipliers(conf):
-    if conf.opie.overcommit_weight_multiplier > 0:
+    multiplier = _opie_value(conf, 'overcommit_weight_multiplier')
+    if multiplier is None or multiplier > 0:
         return []
     return [problems.Problem(
         _option('opie', 'overcommit_weight_multiplier'),
         'is %g, so a host that needs preemption can win over a host with '
-        'free room' % conf.opie.overcommit_weight_multiplier,
+        'free room' % multiplier,
         'remove the option (default 1000) or make it larger than the sum '
         'of the other weighers\' multipliers, %s' % RESTART)]
 
@@ -335,7 +348,7 @@ def _stale_inventory(conf, inventories, subject, fix):
 
 
 def _shelve_offload(conf):
-    if (conf.opie.termination_mode != opie_conf.SHELVE
+    if (_opie_value(conf, 'termination_mode') != opie_conf.SHELVE
             or conf.shelved_offload_time == 0):
         return []
     return [problems.Problem(

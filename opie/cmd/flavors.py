@@ -13,7 +13,14 @@ classes::
 Running it again is harmless: an existing flavor of that name that is
 already the right preemptible twin is left as it is; any other is an
 error. Flavors that ask for what preemption cannot free (pinned CPUs, PCI
-devices) are refused.
+devices, resource classes OPIE does not model) are refused.
+
+``opie-manage flavor set-preemptible FLAVOR`` sets right a flavor already
+marked ``opie:preemptible=true``: it adds the resource overrides it lacks
+(or has wrong) for its size. Until then the scheduler treats the flavor as
+a normal one, and ``opie-manage audit --cloud`` names this command. Nova
+keeps a copy of the flavor in each server: servers started before the fix
+stay normal ones until resized.
 """
 from opie.cmd import arguments
 from opie.cmd import errors
@@ -43,6 +50,17 @@ def register(subparsers):
                         'that of the normal one)')
     arguments.add_cloud_arguments(create)
     create.set_defaults(func=create_command)
+    fix = actions.add_parser(
+        'set-preemptible',
+        help='give a flavor marked preemptible the overrides it lacks',
+        description='Set on FLAVOR, marked %s=true, the VCPU, MEMORY_MB '
+        'and DISK_GB overrides (0) and CUSTOM_PREEMPTIBLE_* amounts (its '
+        'size) it lacks or has wrong. A flavor already right is left '
+        'unchanged.' % rc.PREEMPTIBLE_SPEC)
+    fix.add_argument('flavor', metavar='FLAVOR',
+                     help='name or id of the flavor marked preemptible')
+    arguments.add_cloud_arguments(fix)
+    fix.set_defaults(func=set_command)
 
 
 def twin_specs(normal):
@@ -59,15 +77,46 @@ def twin_specs(normal):
     return specs
 
 
+def specs_to_set(flavor):
+    """The extra specs ``set-preemptible`` sets on ``flavor``."""
+    if not rc.is_preemptible(flavor.extra_specs):
+        raise errors.UsageError(
+            'flavor %s is not marked %s=true: create its preemptible twin '
+            'with opie-manage flavor create-preemptible %s'
+            % (flavor.name, rc.PREEMPTIBLE_SPEC, flavor.name))
+    refused = flavor_spec.unsupported_problems(flavor)
+    if refused:
+        raise errors.UsageError('cannot make %s preemptible: %s' % (
+            flavor.name, '; '.join(p.message for p in refused)))
+    return flavor_spec.missing_specs(flavor)
+
+
+def set_command(args):
+    from opie.cmd import cloud
+    with cloud.errors_as_usage():
+        conn = cloud.connect(args)
+        source = _find(conn, args.flavor)
+        flavor = cloud.flavor_of(source)
+        specs = specs_to_set(flavor)
+        if specs:
+            source.set_keys(specs)
+    if not specs:
+        print('flavor %s (id %s) already is preemptible: left unchanged'
+              % (flavor.name, source.id))
+        return 0
+    print('set on flavor %s (id %s), %s:'
+          % (flavor.name, source.id, flavor.size()))
+    for key in sorted(specs):
+        print('  %s=%s' % (key, specs[key]))
+    return 0
+
+
 def create_command(args):
     # Only now: the cloud clients take most of opie-manage's start-up.
     from opie.cmd import cloud
     with cloud.errors_as_usage():
         conn = cloud.connect(args)
-        source = conn.find_flavor(args.normal)
-        if source is None:
-            raise errors.UsageError('no flavor with name or id %r'
-                                    % args.normal)
+        source = _find(conn, args.normal)
         normal = cloud.flavor_of(source)
         specs = twin_specs(normal)
         name = args.name or normal.name + rc.NAME_SUFFIX
@@ -81,6 +130,13 @@ def create_command(args):
     for key in sorted(specs):
         print('  %s=%s' % (key, specs[key]))
     return 0
+
+
+def _find(conn, name_or_id):
+    found = conn.find_flavor(name_or_id)
+    if found is None:
+        raise errors.UsageError('no flavor with name or id %r' % name_or_id)
+    return found
 
 
 def _existing(normal, twin, flavor_id):

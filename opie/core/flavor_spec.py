@@ -6,10 +6,19 @@ it) but moves what it asks of Placement from the standard classes to the
 ``CUSTOM_PREEMPTIBLE_*`` ones. ``opie-manage flavor create-preemptible``
 and the demo cloud build those extra specs with :func:`preemptible_specs`;
 ``opie-manage audit`` checks every flavor of a cloud with :func:`check`.
+
+A flavor marked preemptible that breaks the contract would be miscounted:
+without the overrides Placement charges its servers to the standard
+classes, where OPIE counts normal servers, while OPIE would also list them
+among the preemptible ones, so their room counts twice and a normal
+request takes an extra victim. The scheduler therefore treats such a
+flavor as normal (:func:`refusal` says why, in one line) and the audit
+names the ``opie-manage flavor set-preemptible`` that sets it right.
 """
 import dataclasses
 import math
 
+from opie import oneline
 from opie.core import preemptible as rc
 from opie.core import problems
 from opie.core import resources as res
@@ -58,20 +67,49 @@ def _unsupported(extra_specs):
     for key in sorted(extra_specs):
         if key.startswith('resources') and key.endswith(':PCPU'):
             found.append((key, 'dedicated CPUs (PCPU)'))
+        elif _unmodelled(key, extra_specs[key]):
+            found.append((key, 'a resource class OPIE does not model'))
     if 'pci_passthrough:alias' in extra_specs:
         found.append(('pci_passthrough:alias', 'PCI devices'))
     return found
 
 
+_MODELLED = frozenset(tuple(rc.STANDARD) + tuple(rc.CUSTOM))
+
+
+def _unmodelled(key, value):
+    """Does the extra spec ``key`` request some of a class other than the
+    standard and preemptible ones (a zero amount requests nothing)?"""
+    prefix, _, resource_class = key.partition(':')
+    return (prefix.startswith('resources') and resource_class != 'PCPU'
+            and resource_class not in _MODELLED
+            and str(value).strip() != '0')
+
+
 def unsupported_problems(flavor):
     """Problems of a flavor that asks for what preemption cannot free."""
-    return [problems.Problem(
+    found = [problems.Problem(
         'flavor %s' % flavor.name,
         'preemptible flavors cannot use %s (%s=%s): preempting frees only '
         'VCPU, MEMORY_MB and DISK_GB' % (what, key, flavor.extra_specs[key]),
         'openstack flavor unset --property %s %s, or make the flavor '
         'normal' % (key, flavor.name))
         for key, what in _unsupported(flavor.extra_specs)]
+    if flavor.vcpus < 1:
+        # A server that holds no preemptible VCPU frees none: OPIE would
+        # count it as room for nothing. Nova's API refuses such a flavor.
+        found.append(problems.Problem(
+            'flavor %s' % flavor.name,
+            'has %s vCPUs: a preemptible flavor needs at least one'
+            % flavor.vcpus,
+            'make a preemptible flavor of at least one vCPU: opie-manage '
+            'flavor create-preemptible NORMAL_FLAVOR'))
+    return found
+
+
+# The one command that gives a flavor marked preemptible all the extra
+# specs it lacks.
+SET_PREEMPTIBLE = 'opie-manage flavor set-preemptible %s'
 
 
 def check(flavor):
@@ -88,20 +126,52 @@ def check(flavor):
             % (rc.PREEMPTIBLE_SPEC, flavor.name))]
     if not rc.is_preemptible(flavor.extra_specs):
         return _custom_without_mark(flavor)
-    found = []
-    for key, wanted in preemptible_specs(flavor).items():
-        actual = flavor.extra_specs.get(key)
-        if key == rc.PREEMPTIBLE_SPEC or _requested(
-                flavor, key, actual) == int(wanted):
-            continue
-        found.append(problems.Problem(
-            subject,
-            '%s is %s, expected %s for a preemptible flavor of %s' % (
-                key, 'missing' if actual is None else repr(actual), wanted,
-                flavor.size()),
-            'openstack flavor set --property %s=%s %s'
-            % (key, wanted, flavor.name)))
+    found = [problems.Problem(
+        subject, '%s is %s, expected %s for a preemptible flavor of %s' % (
+            key, _shown(flavor.extra_specs.get(key)), wanted,
+            flavor.size()),
+        SET_PREEMPTIBLE % flavor.name)
+        for key, wanted in missing_specs(flavor).items()]
     return found + unsupported_problems(flavor)
+
+
+def _shown(value):
+    return 'missing' if value is None else repr(value)
+
+
+def missing_specs(flavor):
+    """The extra specs :data:`SET_PREEMPTIBLE` sets on a flavor marked
+    preemptible: those of :func:`preemptible_specs` it lacks or has
+    wrong."""
+    return {key: wanted
+            for key, wanted in preemptible_specs(flavor).items()
+            if key != rc.PREEMPTIBLE_SPEC
+            and _requested(flavor, key, flavor.extra_specs.get(key))
+            != int(wanted)}
+
+
+def refusal(flavor):
+    """Why the scheduler must treat a flavor marked preemptible as a
+    normal one, in one line; None if it is not marked or keeps the
+    contract."""
+    if not rc.is_preemptible(flavor.extra_specs):
+        return None
+    missing = missing_specs(flavor)
+    unsupported = unsupported_problems(flavor)
+    reasons = [p.message for p in unsupported]
+    fixes = [p.fix for p in unsupported]
+    if missing:
+        reasons.insert(0, 'does not set %s for its size (%s)' % (
+            ', '.join('%s=%s' % item for item in missing.items()),
+            flavor.size()))
+        fixes.insert(0, SET_PREEMPTIBLE % flavor.name)
+    if not reasons:
+        return None
+    return oneline.escape(
+        'flavor %s is marked %s=true but %s, so OPIE treats it as a normal '
+        'flavor (its servers are never victims); fix: %s' % (
+            flavor.name, rc.PREEMPTIBLE_SPEC, '; '.join(reasons),
+            '; '.join(fixes)))
 
 
 def _requested(flavor, key, value):

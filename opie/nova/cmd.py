@@ -14,6 +14,7 @@ from nova.cmd import scheduler  # noqa: I100 (must come first)
 
 import sys  # noqa: E402
 
+import nova.conf  # noqa: E402
 from nova import service  # noqa: E402
 
 from opie.nova import compat  # noqa: E402
@@ -22,11 +23,22 @@ from opie.nova import conf as opie_conf  # noqa: E402
 MANAGER = 'opie.nova.manager.OpieSchedulerManager'
 
 
+def _checking_opie(parse_args):
+    """Nova's ``parse_args``, then every ``[opie]`` option read: the
+    manager's periodic tasks read two of them when Nova imports it, where
+    a bad value would end in oslo.config's traceback."""
+    def parse_and_check(argv, *args, **kwargs):
+        parse_args(argv, *args, **kwargs)
+        opie_conf.load_settings(nova.conf.CONF)
+    return parse_and_check
+
+
 def main():
     unsupported = compat.problem()
     if unsupported:
         sys.exit('opie-scheduler: %s' % unsupported)
     service.SERVICE_MANAGERS['nova-scheduler'] = MANAGER
+    scheduler.config.parse_args = _checking_opie(scheduler.config.parse_args)
     try:
         scheduler.main()
     except opie_conf.ConfigError as exc:

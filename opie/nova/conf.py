@@ -8,10 +8,16 @@ through the ``oslo.config.opts`` entry point ``opie``::
 
 :func:`load_settings` turns the options into validated objects once, so a
 bad value stops ``opie-scheduler`` with a one-line message instead of
-failing the first scheduling request.
+failing the first scheduling request. Every option declares what it
+accepts (a type, a range, choices), because oslo.config loads whatever
+parses: a negative weigher multiplier silently inverts OPIE's policy, a
+NaN one makes every host weigh NaN, a negative interval reads as "off".
+Floats use :class:`FiniteFloat`: oslo.config's range checks let NaN and
+infinities through, as every comparison with NaN is false.
 """
 import dataclasses
 import importlib.util
+import math
 import os
 
 from keystoneauth1 import exceptions as ks_exceptions
@@ -19,6 +25,7 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_config import types
 
+from opie import oneline
 from opie.core import costs
 from opie.core import scheduling
 
@@ -34,6 +41,10 @@ RESTORE_SERVICE = ['evacuate', 'unshelve']
 # Where packaged Nova keeps its state: Debian's, Ubuntu's and RDO's
 # nova.conf, and Kolla's, set [DEFAULT] state_path = /var/lib/nova.
 PACKAGED_STATE_PATH = '/var/lib/nova'
+# Nova's limits of a server tag (nova.objects.tag and the API's schema):
+# OPIE tags its victims as an owner would, so it keeps to them.
+TAG_MAX_LENGTH = 60
+TAG_PATTERN = '^[^,/]*$'
 
 
 def _nova_pybasedir():
@@ -69,6 +80,17 @@ class StatePath(types.String):
         return value
 
 
+class FiniteFloat(types.Float):
+    """A float within ``min`` and ``max`` that is neither NaN nor
+    infinite."""
+
+    def __call__(self, value):
+        number = super().__call__(value)
+        if number is not None and not math.isfinite(number):
+            raise ValueError('%s is not a finite number' % number)
+        return number
+
+
 opie_group = cfg.OptGroup(
     GROUP_NAME,
     title='OPIE preemptible instances',
@@ -87,11 +109,13 @@ opie_opts = [
 Cost plugins that price the preemption of an instance, with multipliers.
 
 A comma-separated list of ``name=multiplier`` (the multiplier defaults to
-1). Victims are the cheapest set of preemptible instances that frees enough
-room; a host is ranked by the cost of that set. Plugins are stevedore
-extensions in the ``opie.costs`` namespace; OPIE ships ``period`` (run time
-modulo the billing period, the paper's Algorithm 4), ``count`` (number of
-victims), ``age`` (run time) and ``leftover`` (room freed beyond the need).
+1; it must be a finite number above 0, and each plugin is named once: a
+plugin that should not count is left out). Victims are the cheapest set of
+preemptible instances that frees enough room; a host is ranked by the cost
+of that set. Plugins are stevedore extensions in the ``opie.costs``
+namespace; OPIE ships ``period`` (run time modulo the billing period, the
+paper's Algorithm 4), ``count`` (number of victims), ``age`` (run time)
+and ``leftover`` (room freed beyond the need).
 
 Example: ``period=1.0,count=60`` adds a minute per victim to the partial
 billing period lost.
@@ -154,14 +178,17 @@ after the scheduler has chosen it (and its victims).
              'compute so the room is freed at once.'),
         ],
         help='What happens to a preempted instance.'),
-    cfg.StrOpt(
+    cfg.Opt(
         'preempted_tag',
+        type=types.String(max_length=TAG_MAX_LENGTH, regex=TAG_PATTERN),
         default='opie-preempted',
         help="""
 Tag added to a server shelved by preemption (shelve mode), so its owner can
 find it. Deleted servers lose their tags; their owner reads the
 ``opie-preempt`` instance action instead (API microversion 2.21 or later).
-"""),
+A tag as Nova's API allows it: at most %d characters, no "," or "/", and
+not empty in shelve mode.
+""" % TAG_MAX_LENGTH),
     cfg.ListOpt(
         'notification_topics',
         default=['notifications'],
@@ -170,8 +197,9 @@ oslo.messaging topics of the ``opie.preempt`` notification sent for every
 preemption (host, victims, cost, request). The driver and transport are
 those of [oslo_messaging_notifications].
 """),
-    cfg.FloatOpt(
+    cfg.Opt(
         'overcommit_weight_multiplier',
+        type=FiniteFloat(min=0),
         default=1000.0,
         help="""
 Multiplier of the overcommit weigher (paper Algorithm 3): hosts where the
@@ -179,9 +207,14 @@ request fits without preemption get this much more weight than hosts where
 it does not. Keep it above the sum of the other weighers' multipliers so
 that a free host always wins over a preemption. Overridable per aggregate
 with the ``opie_overcommit_weight_multiplier`` metadata key.
+
+A finite number, 0 or more: a negative one would rank hosts that must
+preempt above empty ones, so OPIE would preempt while a host is free. 0
+turns the weigher off (``opie-manage audit`` reports it).
 """),
-    cfg.FloatOpt(
+    cfg.Opt(
         'preemption_cost_weight_multiplier',
+        type=FiniteFloat(min=0),
         default=100.0,
         help="""
 Multiplier of the preemption cost weigher, which prefers hosts where the
@@ -190,17 +223,22 @@ candidate hosts, so the cheapest host gets this multiplier and the dearest
 none; keep it above the in-tree weighers' multipliers so they only break
 near-ties. Overridable per aggregate with the
 ``opie_preemption_cost_weight_multiplier`` metadata key.
+
+A finite number, 0 or more: a negative one would prefer the host where
+preemption costs most. 0 leaves the choice among hosts that must preempt
+to the other weighers.
 """),
     cfg.IntOpt(
         'reconcile_interval',
         default=60,
+        min=0,
         help="""
 Seconds between runs of the reconciler, which terminates preemptible
 instances on hosts where everything together (h_f) exceeds capacity, as
 when a preemptible and a normal request were placed at once by different
 scheduler workers, and claimed victims left running (see
 ``claimed_grace_period``). Only the first scheduler host (by name) that is
-up runs it. 0 or less disables it.
+up runs it. 0 disables it.
 """),
     cfg.IntOpt(
         'reconcile_grace_period',
@@ -285,24 +323,65 @@ class Settings:
     preempted_tag: str
 
 
+def allowed(opt):
+    """What ``opt`` accepts, in words: ``an integer >= 0``."""
+    kind = opt.type
+    if isinstance(kind, types.List):
+        return 'a comma-separated list of %s' % allowed(
+            cfg.Opt(opt.dest, type=kind.item_type))
+    if getattr(kind, 'choices', None):
+        return 'one of %s' % ', '.join(map(str, kind.choices))
+    if isinstance(kind, types.Number):
+        what = ('an integer' if isinstance(kind, types.Integer)
+                else 'a finite number')
+        bounds = [' %s %g' % (sign, bound) for sign, bound
+                  in (('>=', kind.min), ('<=', kind.max))
+                  if bound is not None]
+        return what + ' and'.join(bounds)
+    if isinstance(kind, types.String) and kind.max_length:
+        return 'text of at most %d characters%s' % (
+            kind.max_length,
+            ' matching %s' % kind.regex.pattern if kind.regex else '')
+    return kind.type_name
+
+
+def _invalid(opt, exc):
+    """The one line naming an option oslo.config refused, and why."""
+    # oslo.config names the file by an internal location object; keep
+    # only the reason.
+    reason = str(exc).rpartition('is not valid: ')[2]
+    return oneline.escape('[%s] %s is not valid: %s (allowed: %s)' % (
+        GROUP_NAME, opt.dest, reason, allowed(opt)))
+
+
+def _read_all(conf):
+    """The ``[opie]`` group, each of OPIE's options read once, so that a
+    value out of its range stops the caller now, not a request later."""
+    group = conf[GROUP_NAME]
+    for opt in opie_opts:
+        try:
+            getattr(group, opt.dest)
+        except cfg.Error as exc:
+            raise ConfigError(_invalid(opt, exc)) from None
+    return group
+
+
 def load_settings(conf):
     """Validate ``conf.opie``; raise :class:`ConfigError` naming the option.
     """
-    try:
-        group = conf.opie
-        spec, period = group.costs, group.billing_period
-        settings = dict(
-            ranking=group.ranking,
-            max_victims=group.max_victims or None,
-            preempt_on_move=frozenset(group.preempt_on_move),
-            termination_mode=group.termination_mode,
-            preempted_tag=group.preempted_tag)
-    except cfg.Error as exc:
-        raise ConfigError(str(exc)) from None
+    group = _read_all(conf)
+    spec, period = group.costs, group.billing_period
+    settings = dict(
+        ranking=group.ranking,
+        max_victims=group.max_victims or None,
+        preempt_on_move=frozenset(group.preempt_on_move),
+        termination_mode=group.termination_mode,
+        preempted_tag=group.preempted_tag)
     try:
         cost_model = costs.load_cost_model(spec, period)
     except ValueError as exc:
-        raise ConfigError('[opie] costs = %s: %s' % (spec, exc)) from None
+        raise ConfigError(oneline.escape(
+            '[opie] costs = %s: %s' % (spec, exc))) from None
     settings = Settings(cost_model=cost_model, **settings)
     refused = settings.preempt_on_move & NEVER_PREEMPT_ON
     if refused:

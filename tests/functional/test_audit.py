@@ -235,8 +235,26 @@ class BrokenFlavors(AuditCloud):
             out, 'flavor preemptible.medium',
             'resources:VCPU is missing, expected 0 for a preemptible flavor '
             'of 2 vCPU, 4000 MB RAM, 40 GB disk')
-        self.assertIn('fix: openstack flavor set --property resources:VCPU=0 '
+        self.assertIn('fix: opie-manage flavor set-preemptible '
                       'preemptible.medium', out)
+
+    def test_the_fix_given_sets_a_marked_flavor_right(self):
+        flavor_id = self._create_flavor(
+            name='marked', vcpu=2, memory_mb=4000, disk=40, ephemeral=0,
+            extra_spec={'opie:preemptible': 'true'})
+        code, out, _ = self.audit('--cloud')
+        self.assertEqual(1, code)
+        self.assertEqual(6, out.count(
+            'fix: opie-manage flavor set-preemptible marked'))
+
+        code, out, _ = self.opie_manage('flavor', 'set-preemptible', 'marked')
+
+        self.assertEqual(0, code)
+        self.assertIn('set on flavor marked (id %s), 2 vCPU, 4000 MB RAM, '
+                      '40 GB disk:' % flavor_id, out)
+        self.assertEqual(base.preemptible_specs(2, 4000, 40),
+                         self.extra_specs(flavor_id))
+        self.assertEqual(0, self.audit('--cloud')[0])
 
     def test_custom_amount_that_is_not_the_flavor_size(self):
         specs = base.preemptible_specs(1, 2000, 20)

@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 
+import opie
 from opie.nova import compat
 
 
@@ -28,6 +29,24 @@ def test_another_release_stops_the_scheduler_at_start(tmp_path):
     assert done.stderr.strip().splitlines()[-1] == (
         'opie-scheduler: Nova 35.1.0 is not supported: this OPIE runs on '
         'Nova 34.x (2026.2)')
+
+
+def test_a_bad_opie_option_stops_the_scheduler_with_one_line(tmp_path):
+    # Read before Nova imports the manager, whose periodic tasks read
+    # heartbeat_interval at import.
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[opie]\nheartbeat_interval = 0\n')
+    here = os.path.dirname(os.path.dirname(opie.__file__))
+    env = dict(os.environ, PYTHONPATH=here)
+    done = subprocess.run(
+        [sys.executable, '-c', 'from opie.nova import cmd; cmd.main()',
+         '--config-file', str(conf)], env=env, capture_output=True,
+        text=True, timeout=300, cwd=str(tmp_path))
+
+    assert done.returncode == 1
+    assert done.stderr == (
+        'opie-scheduler: [opie] heartbeat_interval is not valid: Should be '
+        'greater than or equal to 1 (allowed: an integer >= 1)\n')
 
 
 def test_a_changed_hook_is_named(monkeypatch):

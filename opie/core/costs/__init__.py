@@ -10,8 +10,10 @@ touching OPIE; several combine with multipliers::
     load_cost_model('period=1.0,count=60')    # ... plus one minute per victim
     load_cost_model({'age': 1.0})
 
-Multipliers must be finite and not negative: victim selection relies on a
-victim never making a set cheaper.
+Multipliers must be finite and above 0: victim selection relies on a
+victim never making a set cheaper, and a plugin multiplied by 0 only looks
+as if it counted. A plugin is named once: with two multipliers it is not
+clear which one the operator meant.
 """
 import math
 
@@ -68,9 +70,12 @@ def parse_weights(spec):
         except (TypeError, ValueError):
             raise ValueError('cost plugin %r: multiplier %r is not a number'
                              % (name, value)) from None
-        if not math.isfinite(multiplier) or multiplier < 0:
+        if not math.isfinite(multiplier) or multiplier <= 0:
             raise ValueError('cost plugin %r: multiplier must be a finite '
-                             'number >= 0, got %r' % (name, value))
+                             'number > 0, got %r' % (name, value))
+        if name in weights:
+            raise ValueError('cost plugin %r is named twice (each may be '
+                             'named once, with one multiplier)' % name)
         weights[name] = multiplier
     return weights
 

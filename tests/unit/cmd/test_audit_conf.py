@@ -75,14 +75,14 @@ class Host:
     def restart_scheduler(self):
         """Beat as a scheduler started with the current nova.conf would
         (one with a bad [opie] group does not start)."""
-        conf = nova_conf.load([str(self.conf_path)])
+        conf = nova_conf.load([str(self.conf_path)], check_opie=False)
         try:
             self.beat(conf)
         except opie_conf.ConfigError:
             pass
 
     def check(self, roles=BOTH, now=None):
-        conf = nova_conf.load([str(self.conf_path)])
+        conf = nova_conf.load([str(self.conf_path)], check_opie=False)
         return audit_conf.check(conf, roles, now or _now())
 
 
@@ -156,6 +156,49 @@ def test_each_broken_setting_is_named(host, extra, subject, message):
     print('\n'.join(map(str, found)))
     assert [(p.subject, message in p.message) for p in found] == [
         (subject.format(tmp=host.tmp), True)]
+
+
+@pytest.mark.parametrize('line, message', [
+    ('overcommit_weight_multiplier = -1000',
+     '[opie] overcommit_weight_multiplier is not valid: Should be greater '
+     'than or equal to 0 (allowed: a finite number >= 0)'),
+    ('preemption_cost_weight_multiplier = nan',
+     '[opie] preemption_cost_weight_multiplier is not valid: nan is not a '
+     'finite number (allowed: a finite number >= 0)'),
+    ('reconcile_interval = -5',
+     '[opie] reconcile_interval is not valid: Should be greater than or '
+     'equal to 0 (allowed: an integer >= 0)'),
+    ('heartbeat_interval = 0',
+     '[opie] heartbeat_interval is not valid: Should be greater than or '
+     'equal to 1 (allowed: an integer >= 1)'),
+    ('termination_mode = kill',
+     "[opie] termination_mode is not valid: Valid values are [delete, "
+     "shelve], but found 'kill' (allowed: one of delete, shelve)"),
+    ('costs = period=0', "[opie] costs = period=0: cost plugin 'period': "
+     "multiplier must be a finite number > 0, got '0'"),
+    ('costs = period,period', "[opie] costs = period,period: cost plugin "
+     "'period' is named twice (each may be named once, with one "
+     "multiplier)"),
+])
+def test_an_invalid_opie_value_is_one_problem(host, line, message):
+    host.write_conf(line + '\n')
+
+    found = host.check()
+
+    assert [(p.subject, p.message) for p in found] == [
+        ('nova.conf [opie]', message)]
+    assert found[0].fix == 'correct the value, then restart opie-scheduler'
+
+
+def test_the_command_reports_an_invalid_opie_value(host, capsys):
+    host.write_conf('reconcile_interval = -5\n')
+
+    rc = manage.main(['audit', '--config-file', str(host.conf_path)])
+
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert out.startswith('PROBLEM nova.conf [opie]: [opie] '
+                          'reconcile_interval is not valid: ')
 
 
 def test_randomised_candidates_lift_the_limit_warning(host, tmp_path):

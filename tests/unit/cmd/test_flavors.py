@@ -37,3 +37,71 @@ def test_flavors_preemption_cannot_serve_are_refused(extra_specs, message):
         flavors.twin_specs(normal)
 
     assert str(exc_info.value).startswith(message)
+
+
+def _marked(**extra_specs):
+    return flavor_spec.Flavor('p.large', 4, 8192, 80, extra_specs=dict(
+        {'opie:preemptible': 'true'}, **extra_specs))
+
+
+def test_set_preemptible_sets_the_overrides_a_marked_flavor_lacks():
+    flavor = _marked(**{'resources:VCPU': '0', 'hw:mem_page_size': 'large'})
+
+    specs = flavors.specs_to_set(flavor)
+
+    assert specs == {'resources:MEMORY_MB': '0', 'resources:DISK_GB': '0',
+                     'resources:CUSTOM_PREEMPTIBLE_VCPU': '4',
+                     'resources:CUSTOM_PREEMPTIBLE_MEMORY_MB': '8192',
+                     'resources:CUSTOM_PREEMPTIBLE_DISK_GB': '80'}
+    fixed = _marked(**dict(flavor.extra_specs, **specs))
+    assert flavor_spec.check(fixed) == []
+    assert flavors.specs_to_set(fixed) == {}
+
+
+@pytest.mark.parametrize('extra_specs, message', [
+    ({'opie:preemptible': 'false'}, 'flavor p.large is not marked '
+     'opie:preemptible=true: create its preemptible twin with opie-manage '
+     'flavor create-preemptible p.large'),
+    ({'resources:VGPU': '1'}, 'cannot make p.large preemptible: '
+     'preemptible flavors cannot use a resource class OPIE does not model '
+     '(resources:VGPU=1)'),
+])
+def test_set_preemptible_refuses_what_it_cannot_set_right(
+        extra_specs, message):
+    with pytest.raises(errors.UsageError) as exc_info:
+        flavors.specs_to_set(_marked(**extra_specs))
+
+    assert str(exc_info.value).startswith(message)
+
+
+class _Source:
+    """A novaclient flavor."""
+    id = 'f1'
+    name = 'p.large'
+    vcpus, ram, disk, ephemeral, swap = 4, 8192, 80, 0, ''
+
+    def __init__(self):
+        self.extra_specs = {'opie:preemptible': 'true'}
+
+    def set_keys(self, specs):
+        self.extra_specs.update(specs)
+
+
+def test_the_command_sets_the_flavor_right_then_leaves_it(
+        monkeypatch, capsys):
+    from opie.cmd import cloud
+    from opie.cmd import manage
+    source = _Source()
+    conn = type('Conn', (), {'find_flavor': lambda self, name: source})()
+    monkeypatch.setattr(cloud, 'connect', lambda args: conn)
+
+    assert manage.main(['flavor', 'set-preemptible', 'p.large']) == 0
+    assert manage.main(['flavor', 'set-preemptible', 'p.large']) == 0
+
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ('set on flavor p.large (id f1), 4 vCPU, 8192 MB RAM, '
+                      '80 GB disk:')
+    assert '  resources:CUSTOM_PREEMPTIBLE_VCPU=4' in out
+    assert out[-1] == ('flavor p.large (id f1) already is preemptible: left '
+                       'unchanged')
+    assert flavor_spec.check(cloud.flavor_of(source)) == []

@@ -52,8 +52,11 @@ def test_available_lists_the_entry_points():
 @pytest.mark.parametrize('spec, message', [
     ('nosuch', "unknown cost plugin 'nosuch'"),
     ('period=abc', "multiplier 'abc' is not a number"),
-    ('period=-1', 'must be a finite number >= 0'),
-    ('period=nan', 'must be a finite number >= 0'),
+    ('period=-1', 'must be a finite number > 0'),
+    ('period=nan', 'must be a finite number > 0'),
+    ('period=0', 'must be a finite number > 0'),
+    ('count=-inf', 'must be a finite number > 0'),
+    ('period,count=2,period=3', "cost plugin 'period' is named twice"),
     ('period,,count', 'empty cost plugin name'),
 ])
 def test_bad_specs_name_the_problem(spec, message):

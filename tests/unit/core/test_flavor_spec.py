@@ -55,14 +55,114 @@ def test_each_fault_of_a_twin_is_named(specs, message):
     assert len(found) == 1
     assert found[0].subject == 'flavor p.small'
     assert message in found[0].message
-    assert found[0].fix.startswith('openstack flavor ')
+    assert found[0].fix.startswith(('openstack flavor ',
+                                    'opie-manage flavor '))
 
 
-def test_fix_sets_the_expected_value():
+def test_fix_is_the_command_that_sets_every_override():
     found = flavor_spec.check(_twin(**{'resources:VCPU': '2'}))
 
-    assert found[0].fix == ('openstack flavor set --property '
-                            'resources:VCPU=0 p.small')
+    assert found[0].fix == 'opie-manage flavor set-preemptible p.small'
+
+
+def _marked_only(flavor):
+    """``flavor`` with the mark but none of the overrides."""
+    return flavor_spec.Flavor(flavor.name, flavor.vcpus, flavor.memory_mb,
+                              flavor.root_gb, flavor.ephemeral_gb,
+                              flavor.swap_mb, {rc.PREEMPTIBLE_SPEC: 'true'})
+
+
+def test_the_specs_a_marked_flavor_lacks_are_all_its_overrides():
+    assert flavor_spec.missing_specs(_marked_only(SMALL)) == {
+        key: value for key, value in flavor_spec.preemptible_specs(
+            SMALL).items() if key != rc.PREEMPTIBLE_SPEC}
+    assert flavor_spec.missing_specs(_twin()) == {}
+    assert flavor_spec.missing_specs(_twin(**{
+        'resources:CUSTOM_PREEMPTIBLE_VCPU': '4'})) == {
+            'resources:CUSTOM_PREEMPTIBLE_VCPU': '1'}
+
+
+@pytest.mark.parametrize('specs, message', [
+    ({'resources:VGPU': '1'}, 'cannot use a resource class OPIE does not '
+     'model (resources:VGPU=1)'),
+    ({'resources2:CUSTOM_GPU': '2'}, 'cannot use a resource class OPIE '
+     'does not model (resources2:CUSTOM_GPU=2)'),
+])
+def test_a_resource_class_opie_does_not_model_is_named(specs, message):
+    [problem] = flavor_spec.check(_twin(**specs))
+
+    assert message in problem.message
+    assert problem.fix.startswith('openstack flavor unset --property ')
+
+
+def test_a_zero_amount_of_another_class_requests_nothing():
+    assert flavor_spec.check(_twin(**{'resources:VGPU': '0'})) == []
+
+
+def test_a_preemptible_flavor_of_zero_vcpus_is_named():
+    zero = flavor_spec.Flavor('p.zero', 0, 512, 1)
+    flavor = flavor_spec.Flavor('p.zero', 0, 512, 1, 0, 0,
+                                flavor_spec.preemptible_specs(zero))
+
+    [problem] = flavor_spec.check(flavor)
+
+    assert problem.message == ('has 0 vCPUs: a preemptible flavor needs at '
+                               'least one')
+
+
+def test_a_flavor_keeping_the_contract_or_unmarked_is_not_refused():
+    assert flavor_spec.refusal(_twin()) is None
+    assert flavor_spec.refusal(SMALL) is None
+    assert flavor_spec.refusal(_twin(**{rc.PREEMPTIBLE_SPEC: 'ture'})) \
+        is None
+
+
+def test_a_marked_flavor_without_its_overrides_is_refused_in_one_line():
+    assert flavor_spec.refusal(_marked_only(SMALL)) == (
+        'flavor m1.small is marked opie:preemptible=true but does not set '
+        'resources:VCPU=0, resources:CUSTOM_PREEMPTIBLE_VCPU=1, '
+        'resources:MEMORY_MB=0, resources:CUSTOM_PREEMPTIBLE_MEMORY_MB=2048, '
+        'resources:DISK_GB=0, resources:CUSTOM_PREEMPTIBLE_DISK_GB=27 for its '
+        'size (1 vCPU, 2048 MB RAM, 27 GB disk), so OPIE treats it as a '
+        'normal flavor (its servers are never victims); fix: opie-manage '
+        'flavor set-preemptible m1.small')
+
+
+def test_odd_specs_are_refused_with_each_fix():
+    line = flavor_spec.refusal(_twin(**{'resources:PCPU': '1',
+                                        'resources:VCPU': '1'}))
+
+    assert line == (
+        'flavor p.small is marked opie:preemptible=true but does not set '
+        'resources:VCPU=0 for its size (1 vCPU, 2048 MB RAM, 27 GB disk); '
+        'preemptible flavors cannot use dedicated CPUs (PCPU) '
+        '(resources:PCPU=1): preempting frees only VCPU, MEMORY_MB and '
+        'DISK_GB, so OPIE treats it as a normal flavor (its servers are '
+        'never victims); fix: opie-manage flavor set-preemptible p.small; '
+        'openstack flavor unset --property resources:PCPU p.small, or make '
+        'the flavor normal')
+
+
+@pytest.mark.parametrize('specs', [
+    {'resources:PCPU': '1'},
+    {'hw:cpu_policy': 'dedicated'},
+    {'resources:CUSTOM_GPU': '1'},
+    {'resources:CUSTOM_PREEMPTIBLE_VCPU': '0'},
+])
+def test_odd_specs_are_refused_with_their_fix(specs):
+    line = flavor_spec.refusal(_twin(**specs))
+
+    assert line.startswith('flavor p.small is marked opie:preemptible=true '
+                           'but ')
+    assert '; fix: ' in line
+    assert len(line.splitlines()) == 1
+
+
+def test_a_refusal_stays_one_line_whatever_the_name():
+    flavor = _marked_only(flavor_spec.Flavor('p\u2028x\n', 1, 512, 1))
+
+    assert 'flavor p\\u2028x\\n is marked' in flavor_spec.refusal(flavor)
+    assert len(flavor_spec.refusal(flavor).splitlines()) == 1
 
 
 def test_custom_classes_without_the_mark_are_reported():

@@ -1,0 +1,59 @@
+"""Which flavors the scheduler treats as preemptible.
+
+A flavor counts as preemptible only when it is marked
+``opie:preemptible=true`` *and* keeps the whole contract of
+:mod:`opie.core.flavor_spec`. One that is marked but breaks it (its
+``resources:`` overrides missing or wrong, or asking for what preemption
+cannot free) would be miscounted: Placement charges its servers to the
+standard classes, where OPIE counts normal servers, while OPIE would also
+list them as preemptible, so a normal request would take an extra victim.
+The scheduler treats such a flavor as a normal one instead, which is what
+Placement's allocations say it is: its servers are never victims, and a
+request for it is a normal request.
+
+The check runs for every instance on every host a request looks at, so
+its verdict is kept per flavor (as the instance or the request carries
+it: name, size and extra specs), and the warning that names the flavor
+and its fix is logged once per flavor per scheduler process.
+"""
+from oslo_log import log as logging
+
+from opie.core import flavor_spec
+from opie.core import preemptible
+
+LOG = logging.getLogger(__name__)
+_VERDICTS = {}
+# Flavors are few; the bound only keeps a pathological cloud in check (a
+# flavor seen again after the reset is warned about again).
+_CACHE_LIMIT = 1024
+
+
+def core_flavor(flavor):
+    """A Nova Flavor (its own or an instance's copy) as the core sees it."""
+    return flavor_spec.Flavor(
+        flavor.name, flavor.vcpus, flavor.memory_mb, flavor.root_gb,
+        flavor.ephemeral_gb, flavor.swap, dict(flavor.extra_specs))
+
+
+def _key(flavor):
+    return (flavor.name, flavor.vcpus, flavor.memory_mb, flavor.root_gb,
+            flavor.ephemeral_gb, flavor.swap,
+            tuple(sorted(flavor.extra_specs.items())))
+
+
+def is_preemptible(flavor):
+    """Is ``flavor`` preemptible as OPIE counts it? Marked, and keeping
+    the contract; a marked one that does not is warned about once."""
+    if not preemptible.is_preemptible(flavor.extra_specs):
+        return False
+    key = _key(flavor)
+    verdict = _VERDICTS.get(key)
+    if verdict is None:
+        refused = flavor_spec.refusal(core_flavor(flavor))
+        if refused is not None:
+            LOG.warning('OPIE: %s', refused)
+        verdict = refused is None
+        if len(_VERDICTS) >= _CACHE_LIMIT:
+            _VERDICTS.clear()
+        _VERDICTS[key] = verdict
+    return verdict
