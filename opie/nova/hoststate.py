@@ -38,12 +38,12 @@ from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
 from opie.nova import claim
+from opie.nova import flavor_check
 
 
 def is_preemptible(flavor):
     # Marked is not enough: a flavor that breaks the contract would be
     # counted twice (see the module).
-    from opie.nova import flavor_check
     return flavor_check.is_preemptible(flavor)
 
 
