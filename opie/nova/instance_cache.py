@@ -51,8 +51,9 @@ class InstanceCache:
 
     Each call is given ``read(cell_uuid, hosts=None, since=None)``, which
     reads the cell's instances as ``(host, node, uuid, deleted, core
-    Instance or None when not preemptible)``: those on ``hosts`` (not
-    deleted), or those changed since ``since`` (deleted ones included).
+    Instance or None when not preemptible, updated_at as naive UTC)``:
+    those on ``hosts`` (not deleted), or those changed since ``since``
+    (deleted ones included).
     """
 
     def __init__(self, clock=timeutils.utcnow):
@@ -62,6 +63,7 @@ class InstanceCache:
         self._where = {}        # (cell, uuid) -> (cell, host, node)
         self._synced = {}       # cell -> when its last query began
         self._read_at = {}      # (cell, host, node) -> its last full read
+        self._stamps = {}       # cell -> the newest updated_at read in it
 
     def preemptibles(self, read, cell_uuid, nodes, fresh=()):
         """{(host, node): [core Instance, ...]} of ``nodes`` in the cell,
@@ -87,18 +89,32 @@ class InstanceCache:
         if last is not None and began - last > MAX_GAP:
             for key in [k for k in self._nodes if k[0] == cell_uuid]:
                 self._drop(key)
+            self._stamps.pop(cell_uuid, None)
         elif last is not None:
-            for host, node, uuid, deleted, instance in read(
-                    cell_uuid, since=last - MARGIN):
+            # The writers' clocks, not this one, stamp the rows: the query
+            # starts from the older of this clock's last query and the
+            # newest stamp read, so a scheduler clock ahead of theirs
+            # hides nothing.
+            since = min(last, self._stamps.get(cell_uuid, last)) - MARGIN
+            for host, node, uuid, deleted, instance, stamp in read(
+                    cell_uuid, since=since):
+                self._stamped(cell_uuid, stamp)
                 self._forget(cell_uuid, uuid)
                 if not deleted:
                     self._put((cell_uuid, host, node), uuid, instance)
         self._synced[cell_uuid] = began
 
+    def _stamped(self, cell_uuid, stamp):
+        """Keep the newest row stamp read in the cell."""
+        if stamp is not None:
+            self._stamps[cell_uuid] = max(
+                stamp, self._stamps.get(cell_uuid, stamp))
+
     def _load(self, read, cell_uuid, nodes):
         found = {node: {} for node in nodes}
-        for host, node, uuid, _, instance in read(
+        for host, node, uuid, _, instance, stamp in read(
                 cell_uuid, hosts=sorted({host for host, _ in nodes})):
+            self._stamped(cell_uuid, stamp)
             if (host, node) in found and instance is not None:
                 found[(host, node)][uuid] = instance
         # Only now: a read that failed leaves the nodes to the next one.

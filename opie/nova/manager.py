@@ -143,6 +143,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
                     allocation_request_version, return_alternates)
             except exception.NoValidHost as exc:
                 # Nova has removed the new instances' allocations already.
+                plan.log_refusals()
                 lost = self._give_back(elevated, plan)
                 raise exception.NoValidHost(
                     reason=_join(exc.kwargs.get('reason'), plan.reason(),

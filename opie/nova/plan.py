@@ -12,9 +12,12 @@ host, follows every placement and claimed victim of the request, caches the
 core's verdict on each host until that host changes, and remembers why
 hosts were refused so ``NoValidHost`` can say it.
 """
+import collections
 import contextlib
 import contextvars
 import dataclasses
+
+from oslo_log import log as logging
 
 from opie.core import preemptible
 from opie.core import resources as res
@@ -27,6 +30,9 @@ NO_TOKEN = ('no %s inventory on the compute node (write the provider '
             'config: see the upgrade guide)' % preemptible.HOST_TOKEN)
 
 _CURRENT = contextvars.ContextVar('opie_plan', default=None)
+LOG = logging.getLogger(__name__)
+# Hosts whose refusal a failed request logs one line each for.
+LOGGED_REFUSALS = 50
 
 
 def current():
@@ -91,7 +97,7 @@ class Plan:
         self._generations = generations or {}
         self.records = {}           # host uuid -> HostRecord
         self._options = {}          # host uuid -> HostOption or None
-        self.refusals = set()       # why hosts were refused
+        self.refusals = {}          # host -> why it refused the request
         self.victims_taken = 0
         self.placed = []            # instances Placement holds claims for
         self.claims = []            # (record, victim, claim.Claim)
@@ -137,7 +143,9 @@ class Plan:
             self._ensure_instances(record)
             option, why = self._assess(record)
             if option is None:
-                self.refusals.add(why)
+                self.refusals[record.host] = why
+            else:
+                self.refusals.pop(record.host, None)
             self._options[record.uuid] = option
         return self._options[record.uuid]
 
@@ -258,7 +266,22 @@ class Plan:
             instance_uuid, record.uuid))
 
     def reason(self):
-        """Why hosts were refused, for NoValidHost (no host names)."""
-        if not self.refusals:
-            return ''
-        return 'OPIE: %s.' % '; '.join(sorted(self.refusals))
+        """Why hosts were refused, for NoValidHost: how many hosts for
+        each reason (no host names: the fault is the tenant's to read)."""
+        counts = collections.Counter(self.refusals.values())
+        return 'OPIE: %s.' % '; '.join(
+            '%d host%s: %s' % (n, '' if n == 1 else 's', why)
+            for why, n in sorted(counts.items(),
+                                 key=lambda item: (-item[1], item[0]))
+        ) if counts else ''
+
+    def log_refusals(self):
+        """One log line per host that refused the request (the first
+        :data:`LOGGED_REFUSALS`), for the operator."""
+        hosts = sorted(self.refusals)
+        for host in hosts[:LOGGED_REFUSALS]:
+            LOG.info('OPIE: %s refused the request: %s', host,
+                     self.refusals[host])
+        if len(hosts) > LOGGED_REFUSALS:
+            LOG.info('OPIE: %d more hosts refused the request (reasons in '
+                     'the fault)', len(hosts) - LOGGED_REFUSALS)

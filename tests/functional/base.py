@@ -189,6 +189,14 @@ class OpieCloud(harness.OpieHarness):
                                     - datetime.timedelta(minutes=minutes_ago))
             instance.save()
 
+    def lock_as_operator(self, uuid):
+        ctxt = nova_context.get_admin_context()
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, uuid)
+        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
+            instance = objects.Instance.get_by_uuid(cctxt, uuid)
+            instance.locked, instance.locked_by = True, 'admin'
+            instance.save()
+
     def live_names(self):
         return sorted(s['name'] for s in self.api.get_servers())
 

@@ -21,7 +21,6 @@ from opie.nova import instance_cache
 
 from tests.functional import base
 from tests.functional import test_preemption
-from tests.functional import test_tenant_actions
 
 
 def save(uuid, **fields):
@@ -62,8 +61,8 @@ class InstanceCache(base.OpieCloud):
 
     def test_an_operator_lock_set_after_the_read_protects(self):
         # B-3 (20) would be next; locked, A-0 (31) beats B-1 (40).
-        test_tenant_actions.OwnerActions.lock_as_operator(
-            self, self.server_id('B-3'))
+        self.lock_as_operator(
+            self.server_id('B-3'))
         self.assert_next_victim('A-0')
 
     def test_a_preemptible_booted_after_the_read_is_seen(self):
@@ -71,6 +70,46 @@ class InstanceCache(base.OpieCloud):
         self._wait_until_deleted(self.first)
         self.boot('medium', 'fresh', host='host-B', preemptible=True,
                   minutes=0)
+        self.assert_next_victim('fresh')
+
+    def fresh_preemptible_on_host_b(self):
+        """Room on host-B for a new preemptible 'fresh', the cheapest."""
+        self._delete_server(self.first)
+        self._wait_until_deleted(self.first)
+        return self.boot('medium', 'fresh', host='host-B', preemptible=True,
+                         minutes=0)
+
+    def catch_up(self):
+        """What a request does first: bring the kept lists up to date."""
+        ctxt = nova_context.get_admin_context()
+        manager = self.scheduler.manager
+        loader = hoststate.InstanceLoader(ctxt, manager.host_manager.cells,
+                                          None, manager.instances)
+        for cell_uuid in manager.host_manager.cells:
+            manager.instances.preemptibles(loader._read, cell_uuid, [])
+
+    def check_scheduler_clock_off_by(self, seconds):
+        manager = self.scheduler.manager
+        manager.instances._clock = lambda: timeutils.utcnow() + \
+            datetime.timedelta(seconds=seconds)
+        # A request at the scheduler's time: its query of changes begins.
+        self.catch_up()
+        self.fresh_preemptible_on_host_b()
+        self.assert_next_victim('fresh')
+
+    def test_a_scheduler_clock_120_s_ahead_misses_no_preemptible(self):
+        self.check_scheduler_clock_off_by(120)
+
+    def test_a_scheduler_clock_120_s_behind_misses_no_preemptible(self):
+        self.check_scheduler_clock_off_by(-120)
+
+    def test_a_preemptible_stamped_by_a_clock_far_behind_is_seen(self):
+        # Its compute's clock is minutes behind: no query of changes finds
+        # it, Placement's usage on host-B says there is more than listed.
+        fresh = self.fresh_preemptible_on_host_b()
+        cell_uuid = save(fresh['id'])
+        synced = self.scheduler.manager.instances._synced[cell_uuid]
+        save(fresh['id'], updated_at=synced - 2 * instance_cache.MARGIN)
         self.assert_next_victim('fresh')
 
     def test_a_save_stamped_before_the_last_read_is_seen(self):
@@ -115,7 +154,7 @@ class InstanceCache(base.OpieCloud):
             db_api.archive_deleted_rows(cctxt, max_rows=1000)
         locked = self.boot('medium', 'locked', host='host-B',
                            preemptible=True, minutes=0)
-        test_tenant_actions.OwnerActions.lock_as_operator(self, locked['id'])
+        self.lock_as_operator(locked['id'])
         # A fresh read: B-0 (50) and B-1 (40) on host-B, A-0 (31).
         self.assert_next_victim('A-0')
 

@@ -137,3 +137,34 @@ class Heartbeat(base.OpieCloud):
         self.assertEqual('scheduler', beat['host'])
         self.assertEqual(os.getpid(), beat['pid'])
         self.assertEqual('period=1', beat['settings']['costs'])
+
+
+class EveryRefusalTold(base.OpieCloud):
+    """A request that fails says why each host it considered refused it:
+    a line per host in the log, a summary in the fault."""
+    OPIE = {'max_victims': 1}
+
+    def test_each_hosts_reason(self):
+        for i in range(4):
+            self.boot('small', 'N%d' % i, host='host-A')
+            self.boot('medium', 'P%d' % i, host='host-B', preemptible=True)
+        for i in range(2):
+            locked = self.boot('medium', 'L%d' % i, host='host-A',
+                               preemptible=True)
+            self.lock_as_operator(
+                locked['id'])
+
+        # host-A: only an operator's locked preemptibles would free enough;
+        # host-B: two victims needed, one allowed.
+        server = self.boot('large', 'late', expected_state='ERROR')
+
+        # Locked preemptibles count as room no preemption frees (h_n).
+        self.assertIn('OPIE: 1 host: freeing enough needs more than '
+                      'max_victims instances; 1 host: too little room even '
+                      'without its preemptibles (h_n).',
+                      server['fault']['message'])
+        log = self.stdlog.logger.output
+        self.assertIn("OPIE: host-A refused the request: too little room "
+                      "even without its preemptibles (h_n)", log)
+        self.assertIn("OPIE: host-B refused the request: freeing enough "
+                      "needs more than max_victims instances", log)

@@ -4,9 +4,6 @@ The owner (a project member, not an admin) locks, rescues, stops,
 suspends, pauses or resizes its preemptible servers and never confirms:
 a normal boot still gets its room. Only an operator's lock protects one.
 """
-from nova import context as nova_context
-from nova import objects
-
 from opie.nova import terminate
 from tests.functional import base
 from tests.functional import test_preemption
@@ -58,14 +55,6 @@ class OwnerActions(base.OpieCloud):
         # Next cheapest: B-3 (20 minutes).
         self.assertEqual(sorted(set(preemptibles) - {'B-3'} | {'normal'}),
                          self.live_names())
-
-    def lock_as_operator(self, uuid):
-        ctxt = nova_context.get_admin_context()
-        mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, uuid)
-        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
-            instance = objects.Instance.get_by_uuid(cctxt, uuid)
-            instance.locked, instance.locked_by = True, 'admin'
-            instance.save()
 
     def test_resize_never_confirmed_does_not_protect(self):
         # R resized from host-A to host-B and left unconfirmed: its new

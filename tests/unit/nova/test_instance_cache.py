@@ -24,15 +24,16 @@ class FakeCell:
     def read(self, cell_uuid, hosts=None, since=None):
         self.queries.append('hosts' if since is None else 'since')
         return [(node[0], node[1], uuid, deleted,
-                 None if deleted else instance)
+                 None if deleted else instance, updated)
                 for uuid, (node, deleted, instance, updated)
                 in self.rows.items()
                 if (since is None and node[0] in hosts and not deleted)
                 or (since is not None and updated >= since)]
 
 
-def cache_of(cell):
-    return instance_cache.InstanceCache(clock=lambda: cell.now)
+def cache_of(cell, ahead=datetime.timedelta(0)):
+    """A cache whose clock is ``ahead`` of the cell's writers'."""
+    return instance_cache.InstanceCache(clock=lambda: cell.now + ahead)
 
 
 def listed(cache, cell, *nodes):
@@ -64,6 +65,17 @@ def test_changes_are_read_a_margin_before_the_last_query():
     # Saved after that query, stamped before it began (another clock).
     cell.rows['p2'] = (A, False, 'I-p2', cell.now - instance_cache.MARGIN)
     assert listed(cache, cell, A) == {A: ['I-p1', 'I-p2']}
+
+
+def test_a_scheduler_clock_ahead_of_the_writers_hides_nothing():
+    cell = FakeCell()
+    cell.save('p1', A)
+    cache = cache_of(cell, ahead=datetime.timedelta(minutes=5))
+    listed(cache, cell, A)
+    listed(cache, cell, A)
+    cell.save('p2', A)
+    cell.save('p1', A, deleted=True)
+    assert listed(cache, cell, A) == {A: ['I-p2']}
 
 
 def test_a_returned_list_is_the_callers():
