@@ -16,11 +16,17 @@ of two processes taking or renewing it at once exactly one succeeds.
   reconcile intervals): the holder has stopped renewing, because it died
   or lost Placement. No clocks are compared between hosts.
 
-A holder whose pass outlasts ``ttl`` may overlap its successor's first
-pass; each repair is still a compare-and-swap on its host, so one
-overcommit is never repaired twice. ``nova-manage placement audit``
-reports the lease as an orphaned allocation (it is no instance); deleting
-it only makes the next scheduler take it anew.
+The holder renews it again before each act of a pass (a termination, a
+repair: :meth:`.reconciler.Reconciler.run`), so a pass that outlasts
+``ttl`` stops before acting once another process has taken the lease.
+Should a holder stall between a renewal and its act, the act itself is
+still safe: each repair is a compare-and-swap on its host, and each
+termination one on its victim's row (:mod:`.terminate`), so one overcommit
+is never repaired twice nor one victim terminated twice.
+
+``nova-manage placement audit`` reports the lease as an orphaned
+allocation (it is no instance); deleting it only makes the next scheduler
+take it anew.
 """
 import os
 import time

@@ -1,33 +1,39 @@
 """Repair what concurrent or interrupted scheduling left behind.
 
 Runs every ``[opie] reconcile_interval`` seconds in the one scheduler
-process that holds the reconciler's lease (:mod:`.lease`); tests call
-:meth:`Reconciler.run` directly. Each pass fixes
-two things, terminating through the scheduler's own path
-(:mod:`.terminate`: instance action, delete or shelve, notification):
+process that holds the reconciler's lease (:mod:`.lease`), which it renews
+before each act and stops when it cannot; tests call
+:meth:`Reconciler.run` directly. Each pass fixes two things, terminating
+through the scheduler's own path (:mod:`.terminate`: the victim read again
+and spared unless it still is one, then a compare-and-swap on its row,
+instance action, delete or shelve, notification):
 
 * **Claimed victims left running.** A scheduler worker empties a victim's
   Placement allocations (:mod:`.claim`) and terminates it in the
   background after answering the request. If the worker dies in between,
   the victim runs on, unaccounted for, while its room is given to others.
-  A preemptible instance that could be preempted (no task, not locked,
-  running or stopped) but holds no allocations on its compute node for
-  longer than ``[opie] claimed_grace_period`` seconds is terminated
-  (notification reason ``claimed``). Hosts are read from Placement only
-  where such instances run: one request per host.
+  An eligible preemptible instance that holds no allocations on the node
+  its row names, *nor anywhere else*, for longer than ``[opie]
+  claimed_grace_period`` seconds is terminated (notification reason
+  ``claimed``). One that holds allocations elsewhere is moving (a live
+  migration, a resize's or cold migration's disk copy): its row still
+  names the source while its allocations sit on the destination. Hosts
+  are read from Placement only where such instances run: one request per
+  host, and one per instance that holds nothing there.
 * **h_f overcommit.** Every OPIE write is a compare-and-swap on its host
   (:mod:`.claim`), so OPIE's own writes never overcommit h_f; what Nova
   writes without the scheduler (an operator's forced move, a heal of a
-  victim's allocations) can.
-  Hosts whose compute node record (the resource tracker counts every
-  instance) is over capacity are suspects; Placement confirms each one.
-  Once a host has been over capacity for longer than ``[opie]
-  reconcile_grace_period`` seconds (so that a preemption or a deletion
-  already under way can finish), the cheapest preemptibles that bring it
-  back within capacity are taken in one write with the host token at the
-  generation read before the host's usage (so the reconciler never fights
-  a scheduler worker over a victim, and a host changed since is left to
-  the next pass) and terminated (notification reason ``reconcile``).
+  victim's allocations) can. Every compute node's usages and inventories
+  are read from Placement (two requests per node), and h_f is judged
+  against inventory × allocation ratio as Placement has them, whatever
+  the compute node record says. Once a host has been over capacity for
+  longer than ``[opie] reconcile_grace_period`` seconds (so that a
+  preemption or a deletion already under way can finish), the cheapest
+  preemptibles that bring it back within capacity are taken in one write
+  with the host token at the generation read before the host's usage (so
+  the reconciler never fights a scheduler worker over a victim, and a host
+  changed since is left to the next pass) and terminated (notification
+  reason ``reconcile``).
 """
 import datetime
 

@@ -2,12 +2,14 @@
 left running, each after its grace period; one process holds its lease,
 and one overcommit is repaired once."""
 import datetime
+import io
 import os
 from unittest import mock
 
 import fixtures
 from oslo_utils import timeutils
 
+from nova.cmd import manage
 import nova.conf
 from nova import context as nova_context
 from nova import objects
@@ -195,6 +197,30 @@ class Reconciler(base.OpieCloud):
             seconds=CONF.opie.claimed_grace_period))
         self.assertEqual([a0], [v.uuid for v in preemption.victims])
         self.assertEqual(1, self.preempt_actions(a0))
+
+    def test_heal_allocations_while_a_victim_is_claimed(self):
+        # The scheduler took B-2 (5 minutes) and has not terminated it yet
+        # when an operator heals allocations: B-2 holds its room again, on
+        # the host whose room a normal server took.
+        b2 = self.server('B-2')
+        deferred = []
+        self.manager.terminator.terminate_later.side_effect = (
+            lambda *args: deferred.append(args))
+        self.boot('medium', 'normal')
+        [(preemptions, info)] = deferred
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', io.StringIO()))
+        manage.PlacementCommands().heal_allocations(instance_uuid=b2['id'])
+        usage = self.usage('host-B')
+        self.assertEqual(10, usage['VCPU'] + usage['CUSTOM_PREEMPTIBLE_VCPU'])
+
+        # Its room is still needed: it is terminated, and its allocations
+        # go with it.
+        [preemption] = self.manager.terminator.terminate(preemptions, info)
+
+        self.assertEqual([b2['id']], [v.uuid for v in preemption.victims])
+        self._wait_until_deleted(b2)
+        self.assert_within_capacity()
+        self.assertEqual(1, self.preempt_actions(b2['id']))
 
     def stub_out_attr(self, obj, name, value):
         self.useFixture(fixtures.MockPatchObject(obj, name, value))
