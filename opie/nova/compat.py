@@ -20,8 +20,6 @@ HOOKS = (
       'return_alternates')),
     ('nova.scheduler.manager', 'SchedulerManager', '_get_all_host_states',
      ('context', 'spec_obj', 'provider_summaries')),
-    ('nova.scheduler.manager', 'SchedulerManager', '_get_alternate_hosts',
-     ('selected_hosts', 'spec_obj', 'hosts', 'index', 'num_alts')),
     ('nova.scheduler.manager', 'SchedulerManager',
      '_consume_selected_host', ('selected_host', 'spec_obj',
                                 'instance_uuid')),

@@ -37,9 +37,13 @@ again without the limit, so that no host is preempted (or no preemptible
 request refused) while a host Placement did not return is free.
 
 Rebuilds never preempt; moves may if ``[opie] preempt_on_move`` lists them
-(evacuate and unshelve by default). OPIE offers the cell conductor no
-alternate hosts: it would claim them through Nova's report client, without
-the host token, and could overcommit h_f.
+(evacuate and unshelve by default). The cell conductor gets Nova's
+alternate hosts (``[scheduler] max_attempts``), ranked as the first choice
+was; it claims one, when a build fails, through Nova's report client,
+without the host token and without victims. An alternate that needed a
+preemption is then over capacity in h_f, and the reconciler repairs it by
+preempting preemptibles only, in one compare-and-swap on the host: no
+preemption ever bypasses the token.
 
 Two periodic tasks: the heartbeat (:mod:`.heartbeat`) and the reconciler
 (:mod:`.reconciler`), run by whichever scheduler process holds the
@@ -169,12 +173,6 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 host_state, summary)
             plan.add(record or hoststate.record_from_host_state(host_state))
         return iter(host_states)
-
-    def _get_alternate_hosts(self, selected_hosts, spec_obj, hosts, index,
-                             num_alts, *args, **kwargs):
-        # The conductor claims alternates without the host token.
-        return super()._get_alternate_hosts(
-            selected_hosts, spec_obj, hosts, index, 0, *args, **kwargs)
 
     def _consume_selected_host(self, selected_host, spec_obj,
                                instance_uuid=None):
