@@ -262,6 +262,13 @@ def _heartbeat(conf, settings, now):
             'last heartbeat in %s is %d s old (interval %d s): '
             'opie-scheduler stopped or hangs' % (path, age, interval),
             'look at the opie-scheduler log and restart it')]
+    if beat.get('safe_mode'):
+        return [problems.Problem(
+            subject,
+            'opie-scheduler runs in SAFE MODE (%s): nothing is preempted'
+            % beat['safe_mode'],
+            'install the OPIE release made for the installed Nova, then '
+            'restart opie-scheduler')]
     return _running_settings(settings, beat.get('settings') or {}, path)
 
 

@@ -4,9 +4,11 @@ It is Nova's own scheduler command (same options, workers, binary name
 ``nova-scheduler``, RPC topic ``scheduler`` and service record), started
 with :class:`opie.nova.manager.OpieSchedulerManager` instead of the stock
 manager. Run it instead of ``nova-scheduler`` on every scheduler host,
-with the same nova.conf plus an ``[opie]`` group. A Nova this OPIE was
-not built for (:mod:`opie.nova.compat`) or a bad ``[opie]`` value stops it
-with a one-line message, before it serves a request.
+with the same nova.conf plus an ``[opie]`` group. On a Nova this OPIE was
+not built for (:mod:`opie.nova.compat`) it starts in safe mode
+(:mod:`opie.nova.safe_mode`): Nova's stock scheduling, nothing preempted,
+said loudly. A bad ``[opie]`` value stops it with a one-line message,
+before it serves a request.
 """
 # Nova's scheduler command sets up monkey patching when it is imported;
 # nothing else of Nova may be imported before it.
@@ -20,8 +22,6 @@ from nova import service  # noqa: E402
 from opie.nova import compat  # noqa: E402
 from opie.nova import conf as opie_conf  # noqa: E402
 
-MANAGER = 'opie.nova.manager.OpieSchedulerManager'
-
 
 def _checking_opie(parse_args):
     """Nova's ``parse_args``, then every ``[opie]`` option read: the
@@ -34,10 +34,7 @@ def _checking_opie(parse_args):
 
 
 def main():
-    unsupported = compat.problem()
-    if unsupported:
-        sys.exit('opie-scheduler: %s' % unsupported)
-    service.SERVICE_MANAGERS['nova-scheduler'] = MANAGER
+    service.SERVICE_MANAGERS['nova-scheduler'] = compat.scheduler_manager()
     scheduler.config.parse_args = _checking_opie(scheduler.config.parse_args)
     try:
         scheduler.main()

@@ -4,13 +4,17 @@ OPIE overrides private methods of Nova's ``SchedulerManager`` and wraps its
 report client, so a Nova it was not built for would fail at request time,
 with a half-made claim, instead of at start.  :func:`problem` reads the
 installed Nova's release and the signatures of every method OPIE hooks;
-``opie-scheduler`` refuses to start on a mismatch and ``opie-manage
-audit`` reports it.  Supported: Nova 34.x (2026.2).
+on a mismatch ``opie-scheduler`` starts in safe mode instead
+(:mod:`.safe_mode`) and ``opie-manage audit`` reports it.  Supported: Nova
+34.x (2026.2), the ``scheduler`` extra of the package's metadata.
 """
 import importlib.metadata
 import inspect
+import sys
 
 SUPPORTED_MAJOR = 34
+MANAGER = 'opie.nova.manager.OpieSchedulerManager'
+SAFE_MODE_MANAGER = 'opie.nova.safe_mode.SafeModeSchedulerManager'
 SUPPORTED = 'Nova %d.x (2026.2)' % SUPPORTED_MAJOR
 # (module, class, method, parameters after self) OPIE overrides or calls.
 HOOKS = (
@@ -32,6 +36,18 @@ HOOKS = (
     ('nova.scheduler.client.report', 'SchedulerReportClient',
      'get_allocation_candidates', ('context', 'resources')),
 )
+
+
+def scheduler_manager():
+    """The scheduler manager ``opie-scheduler`` starts: OPIE's, or on a
+    Nova this OPIE was not built for the safe mode's
+    (:mod:`.safe_mode`), which is then said on standard error."""
+    unsupported = problem()
+    if unsupported:
+        print('opie-scheduler: %s; starting in SAFE MODE: nothing is '
+              'preempted' % unsupported, file=sys.stderr, flush=True)
+        return SAFE_MODE_MANAGER
+    return MANAGER
 
 
 def release_problem(version=None):

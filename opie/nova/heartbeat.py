@@ -13,6 +13,8 @@ is left at Nova's default, its Python install: see
      "interval": 30, "version": "1.0.0",
      "settings": {"costs": "period=1", "ranking": "victims", ...}}
 
+and ``"safe_mode": "<why>"`` when it runs in safe mode (:mod:`.safe_mode`).
+
 An audit on the scheduler host reads it (:func:`read`) and calls the OPIE
 scheduler alive if ``time`` is less than two intervals old.
 """
@@ -25,8 +27,9 @@ from oslo_utils import timeutils
 from opie import version
 
 
-def beat(path, host, interval, settings):
-    """Write the heartbeat file for this process, now."""
+def beat(path, host, interval, settings, safe_mode=None):
+    """Write the heartbeat file for this process, now; ``safe_mode``: why
+    it runs in safe mode (:mod:`.safe_mode`), if it does."""
     data = {
         'host': host,
         'pid': os.getpid(),
@@ -41,6 +44,8 @@ def beat(path, host, interval, settings):
             'termination_mode': settings.termination_mode,
         },
     }
+    if safe_mode:
+        data['safe_mode'] = safe_mode
     directory = os.path.dirname(path) or '.'
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix='.opie-heartbeat-')

@@ -36,6 +36,9 @@ starts from zero). The metrics, all prefixed ``opie_``:
 ``opie_select_destinations_seconds`` (histogram)
     Time the scheduler took to answer ``select_destinations``, whether it
     succeeded or not.
+``opie_safe_mode`` (gauge)
+    1 when ``opie-scheduler`` runs in safe mode (a Nova this OPIE was not
+    built for: :mod:`.safe_mode`): nothing is preempted. Alert on it.
 
 Export: set ``[opie] metrics_dir`` to node_exporter's textfile collector
 directory (``--collector.textfile.directory``). Each worker then writes
@@ -98,6 +101,9 @@ SELECT_SECONDS = prometheus_client.Histogram(
     'opie_select_destinations_seconds',
     'Time taken to answer select_destinations.',
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+    registry=REGISTRY)
+SAFE_MODE = prometheus_client.Gauge(
+    'opie_safe_mode', '1 when opie-scheduler runs in safe mode.',
     registry=REGISTRY)
 
 # Reconciler notification reasons -> repair kinds.

@@ -11,24 +11,35 @@ def test_the_installed_nova_is_supported():
     assert compat.problem() is None
 
 
-def test_another_release_stops_the_scheduler_at_start(tmp_path):
-    # The real command, in its own process (it monkey patches at import),
-    # with importlib.metadata reporting another Nova release.
+def another_release(tmp_path):
+    """The environment of a process whose importlib.metadata reports Nova
+    35.1.0."""
     (tmp_path / 'sitecustomize.py').write_text(
         'import importlib.metadata as m\n'
         'real = m.version\n'
         'm.version = lambda name: "35.1.0" if name == "nova" '
         'else real(name)\n')
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
-    done = subprocess.run(
-        [sys.executable, '-c', 'from opie.nova import cmd; cmd.main()',
-         '--config-file', os.devnull], env=env, capture_output=True,
-        text=True, timeout=300)
+    return dict(os.environ, PYTHONPATH=str(tmp_path))
 
-    assert done.returncode == 1
+
+def test_another_release_starts_the_scheduler_in_safe_mode(tmp_path):
+    # The real command, in its own process (it monkey patches at import),
+    # up to the moment Nova's scheduler command would start the service.
+    done = subprocess.run(
+        [sys.executable, '-c',
+         'from nova.cmd import scheduler\n'
+         'from nova import service\n'
+         'from opie.nova import cmd\n'
+         'scheduler.main = lambda: print(\n'
+         '    service.SERVICE_MANAGERS["nova-scheduler"])\n'
+         'cmd.main()'], env=another_release(tmp_path),
+        capture_output=True, text=True, timeout=300)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == 'opie.nova.safe_mode.SafeModeSchedulerManager\n'
     assert done.stderr.strip().splitlines()[-1] == (
         'opie-scheduler: Nova 35.1.0 is not supported: this OPIE runs on '
-        'Nova 34.x (2026.2)')
+        'Nova 34.x (2026.2); starting in SAFE MODE: nothing is preempted')
 
 
 def test_a_bad_opie_option_stops_the_scheduler_with_one_line(tmp_path):

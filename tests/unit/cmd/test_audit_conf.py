@@ -277,6 +277,22 @@ def test_a_stale_heartbeat_is_reported(host):
     assert 'is 61 s old (interval 30 s)' in problem.message
 
 
+def test_a_scheduler_in_safe_mode_is_reported(host):
+    conf = nova_conf.load([str(host.conf_path)])
+    heartbeat.beat(conf.opie.heartbeat_path, 'sched-1',
+                   conf.opie.heartbeat_interval,
+                   opie_conf.load_settings(conf),
+                   safe_mode='Nova 35.1.0 is not supported')
+
+    [problem] = host.check()
+
+    assert problem.message == (
+        'opie-scheduler runs in SAFE MODE (Nova 35.1.0 is not supported): '
+        'nothing is preempted')
+    assert 'install the OPIE release made for the installed Nova' in \
+        problem.fix
+
+
 def test_a_heartbeat_under_two_intervals_old_is_fine(host):
     assert host.check(now=_now() + datetime.timedelta(seconds=55)) == []
 
