@@ -69,9 +69,13 @@ class Rollback(test_audit.AuditCloud):
         return self.placement_get('/allocations/%s' % uuid)['allocations']
 
     def inventory_classes(self, host):
+        uuid = self._get_provider_uuid_by_host(host)
         return set(self.placement_get('/resource_providers/%s/inventories'
-                                  % self._get_provider_uuid_by_host(host))
-                   ['inventories'])
+                                      % uuid)['inventories'])
+
+    def lease(self):
+        return self.placement_get('/allocations/%s'
+                                  % lease.CONSUMER_UUID)['allocations']
 
     def resource_classes(self):
         return {c['name'] for c in self.placement_get(
@@ -121,9 +125,7 @@ class Rollback(test_audit.AuditCloud):
         self.assertEqual([], self.live_names())
         for host in self.HOSTS:
             self.assertEqual({}, self.token_of(host))
-        self.assertEqual({}, self.placement_get('/allocations/%s'
-                                            % lease.CONSUMER_UUID)
-                         ['allocations'])
+        self.assertEqual({}, self.lease())
         self.assertEqual([], self.placement_get(
             '/resource_providers?name=%s' % lease.PROVIDER_NAME)
             ['resource_providers'])
@@ -156,6 +158,4 @@ class Rollback(test_audit.AuditCloud):
         self.assertEqual(1, len(self.victim_uuids()))
         self.assertTrue(self.token_of(self.host_of(self.server('normal'))))
         self.reconcile()
-        self.assertTrue(self.placement_get('/allocations/%s'
-                                       % lease.CONSUMER_UUID)['allocations'])
-
+        self.assertTrue(self.lease())
