@@ -96,6 +96,16 @@ class Cloud:
             return False
         return True
 
+    def server_action(self, action, uuid):
+        """novaclient's ``servers.<action>(uuid)`` (``delete``,
+        ``shelve``, ``shelve_offload``): None if Nova took it, else its
+        refusal (409: a state that forbids it) as one line."""
+        try:
+            getattr(self.nova.servers, action)(uuid)
+        except nova_exceptions.Conflict as exc:
+            return ' '.join(str(exc).split())
+        return None
+
     def server(self, uuid):
         """The server ``uuid`` of any project, or None."""
         try:

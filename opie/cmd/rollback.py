@@ -36,6 +36,7 @@ Placement, 1 something is (listed), 2 refused or bad input (one line).
 """
 import dataclasses
 import datetime
+import math
 import time
 
 from opie.cmd import arguments
@@ -49,6 +50,9 @@ from opie.nova import token
 
 EXIT_LEFT = 1
 DELETE, SHELVE, KEEP = 'delete', 'shelve', 'keep'
+# Nova's status of a server shelved but not offloaded: it still holds its
+# allocations.
+SHELVED = 'SHELVED'
 PAST = {'remove': 'removed', DELETE: 'deleted', SHELVE: 'shelved'}
 # Every resource class OPIE creates.
 CLASSES = rc.PROVIDER_CONFIG_CLASSES + (lease.RESOURCE_CLASS,)
@@ -187,8 +191,9 @@ def check_schedulers(paths, now):
                 'no heartbeat in %s: cannot tell whether opie-scheduler '
                 'still runs (give its [opie] heartbeat_path, or --force)'
                 % path)
-        age, interval = heartbeat.age(beat, now), beat.get('interval')
-        if age is None or not isinstance(interval, (int, float)):
+        interval = beat.get('interval') if isinstance(beat, dict) else None
+        age = heartbeat.age(beat, now)
+        if age is None or not _positive(interval):
             raise errors.UsageError('heartbeat %s has no valid "time" or '
                                     '"interval" (--force to go on)' % path)
         dead_after = heartbeat.ALIVE_INTERVALS * interval
@@ -222,8 +227,8 @@ def check_preemptibles(nodes, what, config_file):
     if not busy:
         return
     count = sum(len(node.preemptible()) for node in busy)
-    running = '%s still %s on %s' % (
-        _count(count, 'preemptible server'), 'runs' if count == 1 else 'run',
+    running = '%s on %s' % (
+        _count(count, 'preemptible server', 'still runs', 'still run'),
         ', '.join(node.name for node in busy))
     if what is None:
         raise errors.UsageError(
@@ -243,20 +248,33 @@ def drain(conn, nodes, verb, timeout, report):
     acted = set()
     for node in nodes:
         for uuid in node.preemptible():
-            server = conn.server(uuid)
-            if server is None:
-                continue  # not a server (a migration): left, below
-            report.act(verb, 'preemptible server %s (%s) on %s'
-                       % (server.name, uuid, node.name))
-            if not report.dry_run:
-                getattr(conn.nova.servers, verb)(uuid)
-            acted.add(uuid)
+            if _drain_one(conn, node, uuid, verb, report):
+                acted.add(uuid)
     if report.dry_run:
         for node in nodes:
             for uuid in acted & set(node.consumers):
                 del node.consumers[uuid]
         return nodes
     return _wait_gone(conn, acted, verb == SHELVE, timeout)
+
+
+def _drain_one(conn, node, uuid, verb, report):
+    """Delete or shelve server ``uuid``: whether it will leave."""
+    server = conn.server(uuid)
+    if server is None:
+        return False  # not a server (a migration): left, with its inventory
+    what = 'preemptible server %s (%s) on %s' % (
+        server.name, uuid, node.name)
+    if verb == SHELVE and server.status == SHELVED:
+        return True   # shelved by an earlier run: offloaded below
+    report.act(verb, what)
+    if report.dry_run:
+        return True
+    refusal = conn.server_action(verb, uuid)
+    if refusal is not None:
+        report.leave(what, 'Nova refused to %s it: %s' % (verb, refusal))
+        return False
+    return True
 
 
 def _wait_gone(conn, uuids, offload, timeout):
@@ -275,10 +293,12 @@ def _wait_gone(conn, uuids, offload, timeout):
 
 
 def _offload(conn, uuids):
+    """Offload the shelved ones of ``uuids``; one Nova refuses (busy) is
+    tried again at the next look."""
     for uuid in uuids:
         server = conn.server(uuid)
-        if server is not None and server.status == 'SHELVED':
-            conn.nova.servers.shelve_offload(uuid)
+        if server is not None and server.status == SHELVED:
+            conn.server_action('shelve_offload', uuid)
 
 
 def remove(conn, nodes, report):
@@ -331,10 +351,10 @@ def _remove_inventories(conn, node, report):
     if used:
         report.leave(
             '%s inventory of compute node %s' % (', '.join(used), node.name),
-            '%s use it: keep its provider config, or nova-compute does not '
+            '%s it: keep its provider config, or nova-compute does not '
             'start' % _count(len({uuid for name in used
                                   for uuid in node.users(name)}),
-                             'consumer'))
+                             'consumer', 'uses', 'use'))
     free = [name for name in ours if name not in used]
     if not free:
         return
@@ -370,5 +390,14 @@ def _remove_classes(conn, nodes, report):
                          'that, restart nova-compute and run this again')
 
 
-def _count(number, what):
-    return '%d %s%s' % (number, what, '' if number == 1 else 's')
+def _positive(value):
+    """Whether a heartbeat's JSON ``value`` is a positive finite number."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0)
+
+
+def _count(number, what, verb='', verb_plural=''):
+    """``1 server runs``, ``2 servers run``: the verb agrees."""
+    one = number == 1
+    return ('%d %s%s %s' % (number, what, '' if one else 's',
+                            verb if one else verb_plural)).rstrip()

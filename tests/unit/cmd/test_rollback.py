@@ -2,6 +2,7 @@
 one line) and the lines it prints for what it does and what it leaves."""
 import datetime
 import json
+import re
 import types
 
 from keystoneauth1 import exceptions as ks_exceptions
@@ -14,7 +15,6 @@ from opie.core import preemptible as rc
 from opie.nova import lease
 from opie.nova import token
 
-NOW = datetime.datetime.now(datetime.timezone.utc)
 OPIE_INVENTORY = {name: {'total': 8} for name in rc.PROVIDER_CONFIG_CLASSES}
 STANDARD_INVENTORY = {'VCPU': {'total': 8}}
 SERVER = {rc.CUSTOM.vcpus: 1}
@@ -29,6 +29,7 @@ class FakeServers:
         self.status = {}
         self.calls = []
         self.stuck = False
+        self.refuse = set()
 
     def get(self, uuid):
         return types.SimpleNamespace(name='vm-' + uuid[:4],
@@ -93,6 +94,13 @@ class FakeCloud:
     def server(self, uuid):
         return self.servers.get(uuid)
 
+    def server_action(self, action, uuid):
+        if uuid in self.servers.refuse:
+            return 'Cannot %s instance %s while it is in vm_state error' % (
+                action, uuid)
+        getattr(self.servers, action)(uuid)
+        return None
+
     def placement_get(self, url):
         parts = url.strip('/').split('/')
         if parts[0] == 'allocations':
@@ -144,7 +152,8 @@ def fake(monkeypatch):
 
 
 def write_beat(path, seconds_ago, interval=30):
-    time = NOW - datetime.timedelta(seconds=seconds_ago)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    time = now - datetime.timedelta(seconds=seconds_ago)
     path.write_text(json.dumps({
         'host': 'sched-1', 'pid': 1, 'interval': interval,
         'time': time.strftime('%Y-%m-%dT%H:%M:%SZ')}))
@@ -191,7 +200,8 @@ def test_refused_while_opie_scheduler_beats(fake, capsys, tmp_path):
     err = refused(capsys, '--heartbeat-file', beat)
 
     assert 'opie-scheduler still runs on sched-1' in err
-    assert 'is 10 s old (interval 30 s)' in err
+    # Whole seconds in the file, and the command reads the clock later.
+    assert re.search(r'is 1[01] s old \(interval 30 s\)', err), err
     assert 'try again once it is 60 s old' in err
     assert not fake.deleted
 
@@ -219,6 +229,20 @@ def test_refused_with_a_heartbeat_without_time(fake, capsys, tmp_path):
     err = refused(capsys, '--heartbeat-file', str(path))
 
     assert 'has no valid "time"' in err
+
+
+@pytest.mark.parametrize('text', [
+    '[1, 2]', '{"time": "2020-01-01T00:00:00Z", "interval": NaN}',
+    '{"time": "2020-01-01T00:00:00Z", "interval": true}',
+    '{"time": "2020-01-01T00:00:00", "interval": 30}'])
+def test_refused_with_a_heartbeat_of_anything_else(fake, capsys, tmp_path,
+                                                   text):
+    path = tmp_path / 'heartbeat'
+    path.write_text(text)
+
+    err = refused(capsys, '--heartbeat-file', str(path))
+
+    assert 'has no valid "time" or "interval"' in err
 
 
 def test_force_and_heartbeat_file_exclude_each_other(capsys, stale_beat):
@@ -383,7 +407,7 @@ def test_servers_still_there_at_the_timeout_are_left(fake, capsys,
 
     assert code == 1
     assert ('left: CUSTOM_PREEMPTIBLE_VCPU inventory of compute node host-A: '
-            '1 consumer use it') in out
+            '1 consumer uses it') in out
 
 
 def test_config_file_loses_opie_settings(fake, capsys, tmp_path,
@@ -406,3 +430,31 @@ def test_config_file_loses_opie_settings(fake, capsys, tmp_path,
             % conf) in out
     assert conf.read_text() == ('[filter_scheduler]\nenabled_filters = '
                                 'ComputeFilter\n')
+
+
+def test_a_server_nova_refuses_to_shelve_is_left(fake, capsys, stale_beat):
+    fake.add_node('host-A', servers=['s1', 's2'])
+    fake.servers.refuse.add('s1')
+
+    code, out, _ = run(capsys, '--heartbeat-file', stale_beat,
+                       '--preemptibles', 'shelve')
+
+    assert code == 1
+    assert ('left: preemptible server vm-s1 (s1) on host-A: Nova refused to '
+            'shelve it: Cannot shelve instance s1 while it is in vm_state '
+            'error') in out
+    assert fake.servers.calls == [('shelve', 's2'), ('shelve_offload', 's2')]
+    assert ('left: CUSTOM_PREEMPTIBLE_VCPU inventory of compute node host-A: '
+            '1 consumer uses it') in out
+
+
+def test_a_shelved_server_of_an_earlier_run_is_offloaded(fake, capsys,
+                                                         stale_beat):
+    fake.add_node('host-A', servers=['s1'])
+    fake.servers.status['s1'] = 'SHELVED'
+
+    code, out, _ = run(capsys, '--heartbeat-file', stale_beat,
+                       '--preemptibles', 'shelve')
+
+    assert code == 0, out
+    assert fake.servers.calls == [('shelve_offload', 's1')]
