@@ -141,23 +141,23 @@ class Report:
             print('%snothing of OPIE is left in Placement'
                   % ('dry run: ' if self.dry_run else ''))
             return 0
-        print('%s%s of OPIE left in Placement, see above' % (
+        print('%s%s of OPIE left, see above' % (
             'dry run: ' if self.dry_run else '', _count(
                 len(self.left), 'thing')))
         return EXIT_LEFT
 
 
-def command(args, now=None):
+def command(args):
     if args.config_dir is not None and args.config_file is None:
         raise errors.UsageError('--config-dir goes with --config-file')
-    now = now or datetime.datetime.now(datetime.timezone.utc)
     paths = list(args.heartbeat_file)
     if args.config_file is not None:
         conf = nova_conf.load([args.config_file], args.config_dir,
                               check_opie=False)
         paths.append(conf.opie.heartbeat_path)
     if not args.force:
-        check_schedulers(paths, now)
+        check_schedulers(paths,
+                         datetime.datetime.now(datetime.timezone.utc))
     # Only now: the cloud clients take most of opie-manage's start-up.
     from opie.cmd import cloud
     report = Report(args.dry_run)
@@ -170,7 +170,7 @@ def command(args, now=None):
                           report)
         remove(conn, nodes, report)
     if args.config_file is not None:
-        nova_conf_command.remove_scheduler(args, report.dry_run)
+        remove_config(args, nodes, report)
     return report.finish()
 
 
@@ -232,8 +232,8 @@ def check_preemptibles(nodes, what, config_file):
         ', '.join(node.name for node in busy))
     if what is None:
         raise errors.UsageError(
-            '%s: drain them first (rollback step 3) or give --preemptibles '
-            'delete, shelve or keep' % running)
+            '%s: drain them first, or give --preemptibles delete, shelve or '
+            'keep' % running)
     if what == KEEP and config_file is not None:
         raise errors.UsageError(
             '--preemptibles keep with --config-file: %s; OPIE\'s filter '
@@ -388,6 +388,20 @@ def _remove_classes(conn, nodes, report):
                          'a provider has inventory of it again (a '
                          'nova-compute with its provider config): remove '
                          'that, restart nova-compute and run this again')
+
+
+def remove_config(args, nodes, report):
+    """OPIE's settings out of the scheduler nova.conf of ``args``, unless
+    preemptible servers are still there (their deletion timed out): safe
+    mode needs OPIE's filter until they are gone."""
+    running = sum(len(node.preemptible()) for node in nodes)
+    if running:
+        report.leave(args.config_file, "OPIE's settings kept: %s, and "
+                     "safe mode needs OPIE's filter until none is" % _count(
+                         running, 'preemptible server', 'is still there',
+                         'are still there'))
+        return
+    nova_conf_command.remove_scheduler(args, report.dry_run)
 
 
 def _positive(value):

@@ -16,6 +16,7 @@ from nova import context as nova_context
 from nova import exception as nova_exception
 import nova.conf
 
+from opie.cmd import rollback
 from opie.core import preemptible as rc
 from opie.nova import lease
 from opie.nova import token
@@ -159,3 +160,40 @@ class Rollback(test_audit.AuditCloud):
         self.assertTrue(self.token_of(self.host_of(self.server('normal'))))
         self.reconcile()
         self.assertTrue(self.lease())
+
+    def test_shelved_servers_are_offloaded(self):
+        # Computes that keep shelved servers: the command offloads them.
+        self.flags(shelved_offload_time=-1)
+        self.useFixture(fixtures.MockPatchObject(rollback, 'POLL_SECONDS',
+                                                 0))
+        server = self.boot('large', 'p-A', host='host-A', preemptible=True)
+        self.stop_opie_scheduler()
+
+        code, out, _ = self.rollback('--preemptibles', 'shelve')
+
+        self.assertEqual(0, code, out)
+        self.assertIn('shelved preemptible server p-A', out)
+        self.assertEqual('SHELVED_OFFLOADED',
+                         self.api.get_server(server['id'])['status'])
+        os.unlink(self.provider_config)
+        self.restart('host-A')
+
+    def test_keep_leaves_computes_up_with_their_provider_config(self):
+        server = self.boot('large', 'p-A', host='host-A', preemptible=True)
+        self.stop_opie_scheduler()
+
+        code, out, _ = self.rollback('--preemptibles', 'keep')
+
+        self.assertEqual(1, code, out)
+        self.assertEqual({}, self.token_of('host-A'))
+        self.assertIn('inventory of compute node host-A: 1 consumer uses '
+                      'it: keep its provider config, or nova-compute does '
+                      'not start', out)
+        # With it, host-A restarts and its server runs on.
+        self.restart('host-A')
+        self.assertEqual('ACTIVE',
+                         self.api.get_server(server['id'])['status'])
+        # Without it, as the line says, it does not.
+        os.unlink(self.provider_config)
+        self.assertRaises(nova_exception.PlacementPciException,
+                          self.restart, 'host-A')

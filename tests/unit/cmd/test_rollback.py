@@ -269,9 +269,8 @@ def test_refused_while_preemptible_servers_run(fake, capsys, stale_beat):
 
     err = refused(capsys, '--heartbeat-file', stale_beat)
 
-    assert ('1 preemptible server still runs on host-A: drain them first '
-            '(rollback step 3) or give --preemptibles delete, shelve or '
-            'keep') in err
+    assert ('1 preemptible server still runs on host-A: drain them first, '
+            'or give --preemptibles delete, shelve or keep') in err
     assert not fake.deleted
 
 
@@ -366,8 +365,7 @@ def test_keep_removes_tokens_and_says_what_stays(fake, capsys, stale_beat):
     assert ('left: resource class CUSTOM_PREEMPTIBLE_VCPU: inventory of it '
             'is left on host-A') in out
     assert 'removed resource class CUSTOM_OPIE_HOST' in out
-    assert out.splitlines()[-1] == ('2 things of OPIE left in Placement, see '
-                                    'above')
+    assert out.splitlines()[-1] == '2 things of OPIE left, see above'
     assert not fake.servers.calls
 
 
@@ -458,3 +456,21 @@ def test_a_shelved_server_of_an_earlier_run_is_offloaded(fake, capsys,
 
     assert code == 0, out
     assert fake.servers.calls == [('shelve_offload', 's1')]
+
+
+def test_config_kept_while_preemptible_servers_are_there(
+        fake, capsys, tmp_path, stale_beat):
+    fake.add_node('host-A', servers=['s1'])
+    fake.servers.stuck = True
+    conf = tmp_path / 'nova.conf'
+    text = '[opie]\nheartbeat_path = %s\n' % stale_beat
+    conf.write_text(text)
+
+    code, out, _ = run(capsys, '--config-file', str(conf), '--preemptibles',
+                       'delete', '--timeout', '0')
+
+    assert code == 1
+    assert ("left: %s: OPIE's settings kept: 1 preemptible server is still "
+            "there, and safe mode needs OPIE's filter until none is" % conf
+            ) in out
+    assert conf.read_text() == text
