@@ -31,13 +31,15 @@ So, in this order::
    nova.conf, as ``opie-manage nova-conf scheduler --remove`` does.
 
 Each thing done is one line, each thing left one line ``left: WHAT: WHY``.
-Running it again is harmless. Exit codes: 0 nothing of OPIE is left in
-Placement, 1 something is (listed), 2 refused or bad input (one line).
+Running it again is harmless. Exit codes: 0 nothing of OPIE is left, 1
+something is (listed), 2 refused or bad input (one line).
 """
 import dataclasses
 import datetime
 import math
 import time
+
+from oslo_config import cfg
 
 from opie.cmd import arguments
 from opie.cmd import errors
@@ -70,8 +72,8 @@ def register(subparsers):
         'preemptible and host token inventories, unused resource classes; '
         'with --config-file, OPIE\'s settings of that scheduler nova.conf. '
         'Run it once every scheduler runs the stock nova-scheduler (see '
-        'the rollback procedure). Exit codes: 0 nothing of OPIE left in '
-        'Placement, 1 something left (listed), 2 refused or bad input.')
+        'the rollback procedure). Exit codes: 0 nothing of OPIE left, 1 '
+        'something left (listed), 2 refused or bad input.')
     parser.add_argument(
         '--preemptibles', choices=(DELETE, SHELVE, KEEP),
         help='what to do with the preemptible servers still running: '
@@ -152,9 +154,7 @@ def command(args):
         raise errors.UsageError('--config-dir goes with --config-file')
     paths = list(args.heartbeat_file)
     if args.config_file is not None:
-        conf = nova_conf.load([args.config_file], args.config_dir,
-                              check_opie=False)
-        paths.append(conf.opie.heartbeat_path)
+        paths.append(_heartbeat_path(args))
     if not args.force:
         check_schedulers(paths,
                          datetime.datetime.now(datetime.timezone.utc))
@@ -172,6 +172,20 @@ def command(args):
     if args.config_file is not None:
         remove_config(args, nodes, report)
     return report.finish()
+
+
+def _heartbeat_path(args):
+    """``[opie] heartbeat_path`` of the scheduler nova.conf of ``args``.
+
+    Only that option is read: the others of ``[opie]`` go anyway.
+    """
+    conf = nova_conf.load([args.config_file], args.config_dir,
+                          check_opie=False)
+    try:
+        return conf.opie.heartbeat_path
+    except cfg.Error as exc:
+        raise errors.UsageError('%s: [opie] heartbeat_path: %s' % (
+            nova_conf.where(conf), ' '.join(str(exc).split()))) from None
 
 
 def check_schedulers(paths, now):

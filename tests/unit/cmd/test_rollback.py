@@ -263,6 +263,20 @@ def test_config_dir_needs_config_file(capsys, tmp_path):
     assert '--config-dir goes with --config-file' in err
 
 
+@pytest.mark.parametrize('text, message', [
+    ('[opie]\nheartbeat_path = $nosuch/beat\n',
+     '[opie] heartbeat_path: no such option nosuch'),
+    ('[opie\n', 'nova.conf')])
+def test_a_bad_scheduler_nova_conf_is_one_line(capsys, tmp_path, text,
+                                               message):
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(text)
+
+    err = refused(capsys, '--config-file', str(conf))
+
+    assert message in err
+
+
 def test_refused_while_preemptible_servers_run(fake, capsys, stale_beat):
     fake.add_node('host-A', servers=['s1'])
     fake.add_node('host-B')
