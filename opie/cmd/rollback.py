@@ -18,7 +18,7 @@ So, in this order::
    file shows (``--heartbeat-file``, or ``[opie] heartbeat_path`` of
    ``--config-file``; ``--force`` if the operator knows better): a token
    removed under a running opie-scheduler lets it write without its
-   compare-and-swap.
+   compare-and-swap, and it writes the tokens and the lease back.
 2. It refuses while preemptible servers hold the preemptible classes,
    unless told what to do with them (``--preemptibles``): ``delete`` or
    ``shelve`` them and wait until Placement has let them go, or ``keep``
@@ -28,7 +28,8 @@ So, in this order::
 3. It removes the host tokens, the lease, the coordination provider, the
    OPIE inventories nobody uses, and the resource classes nobody has.
 4. With ``--config-file``, it removes OPIE's settings from that scheduler
-   nova.conf, as ``opie-manage nova-conf scheduler --remove`` does.
+   nova.conf, as ``opie-manage nova-conf scheduler --remove`` does, once
+   no preemptible server is left (safe mode needs OPIE's filter).
 
 Each thing done is one line, each thing left one line ``left: WHAT: WHY``.
 Running it again is harmless. Exit codes: 0 nothing of OPIE is left, 1
