@@ -9,7 +9,6 @@ host needs a provider config giving it ``CUSTOM_PREEMPTIBLE_*`` inventory
 and, in shelve mode, to offload shelved instances at once. Each check
 returns a list of :class:`~problems.Problem`.
 """
-import datetime
 import difflib
 import glob
 import os
@@ -246,17 +245,13 @@ def _heartbeat(conf, settings, now):
             'run opie-scheduler instead of nova-scheduler, with the same '
             'arguments (or audit with --role compute on hosts without a '
             'scheduler)')]
-    try:
-        age = (now - datetime.datetime.fromisoformat(beat['time'])
-               ).total_seconds()
-    except (KeyError, TypeError, ValueError):
+    age = heartbeat.age(beat, now)
+    if age is None:
         return [problems.Problem(
             subject, 'heartbeat %s has no valid "time"' % path,
             'restart opie-scheduler; if it persists, it is not the '
             'version this opie-manage expects')]
-    # The heartbeat module's contract: alive if less than two intervals
-    # old.
-    if age >= 2 * interval:
+    if age >= heartbeat.ALIVE_INTERVALS * interval:
         return [problems.Problem(
             subject,
             'last heartbeat in %s is %d s old (interval %d s): '

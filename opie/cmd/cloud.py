@@ -22,6 +22,9 @@ from opie.core import flavor_spec
 # 2.53: hypervisor ids are compute node (= resource provider) uuids;
 # 2.55: flavor descriptions; 2.61: extra specs in flavor listings.
 COMPUTE_API_VERSION = '2.61'
+# Consumers with their project, user and generation (1.28), resource
+# classes (1.7) and providers by name (1.14).
+PLACEMENT_VERSION = '1.28'
 
 
 class Cloud:
@@ -72,6 +75,43 @@ class Cloud:
         except ks_exceptions.NotFound:
             return None
         return response.json()['inventories']
+
+    def placement_get(self, url):
+        """The decoded body of a Placement GET, or None on 404."""
+        try:
+            return self.placement.get(
+                url, microversion=PLACEMENT_VERSION).json()
+        except ks_exceptions.NotFound:
+            return None
+
+    def placement_delete(self, url):
+        """A Placement DELETE: True if done, False if Placement refused
+        because something uses what it deletes (409), None if there was
+        nothing to delete."""
+        try:
+            self.placement.delete(url, microversion=PLACEMENT_VERSION)
+        except ks_exceptions.NotFound:
+            return None
+        except ks_exceptions.Conflict:
+            return False
+        return True
+
+    def server_action(self, action, uuid):
+        """novaclient's ``servers.<action>(uuid)`` (``delete``,
+        ``shelve``, ``shelve_offload``): None if Nova took it, else its
+        refusal (409: a state that forbids it) as one line."""
+        try:
+            getattr(self.nova.servers, action)(uuid)
+        except nova_exceptions.Conflict as exc:
+            return ' '.join(str(exc).split())
+        return None
+
+    def server(self, uuid):
+        """The server ``uuid`` of any project, or None."""
+        try:
+            return self.nova.servers.get(uuid)
+        except nova_exceptions.NotFound:
+            return None
 
 
 def _every(list_page, **kwargs):

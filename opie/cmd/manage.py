@@ -2,9 +2,9 @@
 
 ``plan`` (below), ``flavor`` (:mod:`.flavors`), ``provider-config``
 (:mod:`.provider_config_command`), ``nova-conf``
-(:mod:`.nova_conf_command`), ``audit`` (:mod:`.audit`) and ``snapshot``
-(:mod:`.snapshot_command`). Bad input always ends with a one-line message
-naming the problem and exit code 2.
+(:mod:`.nova_conf_command`), ``audit`` (:mod:`.audit`), ``snapshot``
+(:mod:`.snapshot_command`) and ``rollback`` (:mod:`.rollback`). Bad input
+always ends with a one-line message naming the problem and exit code 2.
 
 ``opie-manage plan`` is a dry run (:data:`PLAN_DESCRIPTION`). The snapshot
 file is read by :func:`opie.core.snapshot.load`, with limits, since it may
@@ -23,6 +23,7 @@ from opie.cmd import errors
 from opie.cmd import flavors as flavor_cmd
 from opie.cmd import nova_conf_command
 from opie.cmd import provider_config_command
+from opie.cmd import rollback
 from opie.cmd import snapshot_command
 from opie.core import costs
 from opie.core import resources as res
@@ -179,6 +180,7 @@ def build_parser():
     nova_conf_command.register(subparsers)
     audit.register(subparsers)
     snapshot_command.register(subparsers)
+    rollback.register(subparsers)
     return parser
 
 

@@ -381,9 +381,27 @@ def _apply(files, settings):
     return _write(files, changed, 'set', 'change')
 
 
+def remove_scheduler(args, dry_run=False):
+    """Undo ``scheduler`` in the files of ``args`` (``config_file``,
+    ``config_dir``), as ``scheduler --remove`` does; ``opie-manage
+    rollback`` calls it too. With ``dry_run``, only say what would go."""
+    files = _Files(args)
+    if not dry_run:
+        return _remove(files)
+    print('%s: would remove %s' % (
+        files.target, ', '.join(_removed(files)) or 'nothing'))
+    return 0
+
+
 def _remove(files):
     """Undo ``scheduler``: OPIE's classes and the [opie] group out of the
     target file; OPIE's own file of a --config-dir goes if left empty."""
+    return _write_removed(files, _removed(files))
+
+
+def _removed(files):
+    """Take OPIE's classes and the [opie] group out of the target file (in
+    memory): what was removed."""
     removed = []
     for option in OPIE_CLASSES:
         values = _without_opie_classes(files, option)
@@ -392,7 +410,7 @@ def _remove(files):
             removed.append('[%s] %s' % (FILTER_SCHEDULER, option))
     if files.ini.remove_section(OPIE):
         removed.append('[%s]' % OPIE)
-    return _write_removed(files, removed)
+    return removed
 
 
 def _write_removed(files, removed):

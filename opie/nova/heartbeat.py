@@ -16,8 +16,11 @@ is left at Nova's default, its Python install: see
 and ``"safe_mode": "<why>"`` when it runs in safe mode (:mod:`.safe_mode`).
 
 An audit on the scheduler host reads it (:func:`read`) and calls the OPIE
-scheduler alive if ``time`` is less than two intervals old.
+scheduler alive if ``time`` is less than two intervals old (:func:`age`,
+:data:`ALIVE_INTERVALS`); so does ``opie-manage rollback`` before it takes
+the host tokens away.
 """
+import datetime
 import json
 import os
 import tempfile
@@ -25,6 +28,9 @@ import tempfile
 from oslo_utils import timeutils
 
 from opie import version
+
+# A scheduler whose heartbeat is younger than this many intervals runs.
+ALIVE_INTERVALS = 2
 
 
 def beat(path, host, interval, settings, safe_mode=None):
@@ -64,6 +70,16 @@ def read(path):
         with open(path, encoding='utf-8') as f:
             return json.load(f)
     except (OSError, ValueError):
+        return None
+
+
+def age(beat, now):
+    """Seconds from ``beat``'s (:func:`read`) ``time`` to ``now`` (an aware
+    datetime); None if it has no valid time."""
+    try:
+        written = datetime.datetime.fromisoformat(beat['time'])
+        return (now - written).total_seconds()
+    except (KeyError, TypeError, ValueError):
         return None
 
 

@@ -1,0 +1,490 @@
+"""``opie-manage rollback`` against a fake cloud: its refusals (exit 2,
+one line) and the lines it prints for what it does and what it leaves."""
+import datetime
+import json
+import re
+import types
+
+from keystoneauth1 import exceptions as ks_exceptions
+import pytest
+
+from opie.cmd import cloud
+from opie.cmd import manage
+from opie.cmd import rollback
+from opie.core import preemptible as rc
+from opie.nova import lease
+from opie.nova import token
+
+OPIE_INVENTORY = {name: {'total': 8} for name in rc.PROVIDER_CONFIG_CLASSES}
+STANDARD_INVENTORY = {'VCPU': {'total': 8}}
+SERVER = {rc.CUSTOM.vcpus: 1}
+
+
+class FakeServers:
+    """novaclient's servers: deleting frees the server's allocations at
+    once, shelving only once it is offloaded (unless ``stuck``)."""
+
+    def __init__(self, placement):
+        self.placement = placement
+        self.status = {}
+        self.calls = []
+        self.stuck = False
+        self.refuse = set()
+
+    def get(self, uuid):
+        return types.SimpleNamespace(name='vm-' + uuid[:4],
+                                     status=self.status.get(uuid, 'ACTIVE'))
+
+    def delete(self, uuid):
+        self.calls.append(('delete', uuid))
+        if not self.stuck:
+            self.placement.free(uuid)
+
+    def shelve(self, uuid):
+        self.calls.append(('shelve', uuid))
+        self.status[uuid] = 'SHELVED'
+
+    def shelve_offload(self, uuid):
+        self.calls.append(('shelve_offload', uuid))
+        self.placement.free(uuid)
+
+
+class FakeCloud:
+    """Placement as the rollback reads and changes it, and novaclient's
+    servers; ``deleted`` lists every DELETE that changed something."""
+
+    def __init__(self):
+        self.providers = {}     # uuid -> (name, inventories, consumers)
+        self.classes = set(rc.PROVIDER_CONFIG_CLASSES) | {
+            lease.RESOURCE_CLASS}
+        self.users = {}
+        self.deleted = []
+        self.servers = FakeServers(self)
+        self.nova = types.SimpleNamespace(servers=self.servers)
+
+    def add_node(self, name, servers=(), opie=True, with_token=True):
+        uuid = '%s-uuid' % name
+        inventories = dict(STANDARD_INVENTORY, **(OPIE_INVENTORY if opie
+                                                  else {}))
+        consumers = {server: dict(SERVER) for server in servers}
+        if with_token:
+            consumers[token.consumer(uuid)] = {rc.HOST_TOKEN: 1}
+        self.providers[uuid] = (name, inventories, consumers)
+        return uuid
+
+    def add_lease(self):
+        self.providers[lease.PROVIDER_UUID] = (
+            lease.PROVIDER_NAME, {lease.RESOURCE_CLASS: {'total': 1}},
+            {lease.CONSUMER_UUID: {lease.RESOURCE_CLASS: 1}})
+        self.users[lease.CONSUMER_UUID] = 'sched-1:42:abcd'
+
+    def free(self, consumer):
+        for _, _, consumers in self.providers.values():
+            consumers.pop(consumer, None)
+
+    # the Cloud interface used ---------------------------------------------
+    def compute_nodes(self):
+        return [types.SimpleNamespace(id=uuid, hypervisor_hostname=name)
+                for uuid, (name, _, _) in self.providers.items()
+                if uuid != lease.PROVIDER_UUID]
+
+    def inventories(self, uuid):
+        return dict(self.providers[uuid][1])
+
+    def server(self, uuid):
+        return self.servers.get(uuid)
+
+    def server_action(self, action, uuid):
+        if uuid in self.servers.refuse:
+            return 'Cannot %s instance %s while it is in vm_state error' % (
+                action, uuid)
+        getattr(self.servers, action)(uuid)
+        return None
+
+    def placement_get(self, url):
+        parts = url.strip('/').split('/')
+        if parts[0] == 'allocations':
+            held = {rp: {'resources': consumers[parts[1]]}
+                    for rp, (_, _, consumers) in self.providers.items()
+                    if parts[1] in consumers}
+            return {'allocations': held,
+                    'user_id': self.users.get(parts[1])}
+        if parts[0] == 'resource_classes':
+            return {} if parts[1] in self.classes else None
+        if parts[1] not in self.providers:
+            return None
+        if parts[-1] == 'allocations':
+            return {'allocations': {
+                uuid: {'resources': dict(resources)} for uuid, resources
+                in self.providers[parts[1]][2].items()}}
+        return {'name': self.providers[parts[1]][0]}
+
+    def placement_delete(self, url):
+        parts = url.strip('/').split('/')
+        if parts[0] == 'allocations':
+            if not self.placement_get(url)['allocations']:
+                return None
+            self.free(parts[1])
+        elif parts[0] == 'resource_classes':
+            if any(parts[1] in inventories
+                   for _, inventories, _ in self.providers.values()):
+                return False
+            self.classes.discard(parts[1])
+        elif len(parts) == 2:
+            if self.providers[parts[1]][2]:
+                return False
+            del self.providers[parts[1]]
+        else:
+            _, inventories, consumers = self.providers[parts[1]]
+            if any(parts[3] in held for held in consumers.values()):
+                return False
+            del inventories[parts[3]]
+        self.deleted.append(url)
+        return True
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    conn = FakeCloud()
+    monkeypatch.setattr(cloud, 'connect', lambda args: conn)
+    monkeypatch.setattr(rollback, 'POLL_SECONDS', 0)
+    return conn
+
+
+def write_beat(path, seconds_ago, interval=30):
+    now = datetime.datetime.now(datetime.timezone.utc)
+    time = now - datetime.timedelta(seconds=seconds_ago)
+    path.write_text(json.dumps({
+        'host': 'sched-1', 'pid': 1, 'interval': interval,
+        'time': time.strftime('%Y-%m-%dT%H:%M:%SZ')}))
+    return str(path)
+
+
+@pytest.fixture
+def stale_beat(tmp_path):
+    return write_beat(tmp_path / 'heartbeat', 3600)
+
+
+def run(capsys, *args):
+    try:
+        code = manage.main(['rollback'] + list(args))
+    except SystemExit as exc:  # argparse's refusals
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def refused(capsys, *args):
+    """The one line of a refusal."""
+    code, out, err = run(capsys, *args)
+    assert (code, out) == (2, '')
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith('opie-manage rollback: error: ')
+    return err
+
+
+# refusals -------------------------------------------------------------------
+def test_refused_without_a_heartbeat_or_force(fake, capsys):
+    fake.add_node('host-A')
+
+    err = refused(capsys)
+
+    assert 'cannot tell whether opie-scheduler still runs' in err
+    assert not fake.deleted
+
+
+def test_refused_while_opie_scheduler_beats(fake, capsys, tmp_path):
+    fake.add_node('host-A')
+    beat = write_beat(tmp_path / 'heartbeat', 10)
+
+    err = refused(capsys, '--heartbeat-file', beat)
+
+    assert 'opie-scheduler still runs on sched-1' in err
+    # Whole seconds in the file, and the command reads the clock later.
+    assert re.search(r'is 1[01] s old \(interval 30 s\)', err), err
+    assert 'try again once it is 60 s old' in err
+    assert not fake.deleted
+
+
+def test_one_live_heartbeat_of_several_is_enough_to_refuse(
+        fake, capsys, tmp_path, stale_beat):
+    live = write_beat(tmp_path / 'other', 5)
+
+    err = refused(capsys, '--heartbeat-file', stale_beat,
+                  '--heartbeat-file', live)
+
+    assert live in err
+
+
+def test_refused_with_a_missing_heartbeat_file(fake, capsys, tmp_path):
+    err = refused(capsys, '--heartbeat-file', str(tmp_path / 'nothing'))
+
+    assert 'no heartbeat in %s' % (tmp_path / 'nothing') in err
+
+
+def test_refused_with_a_heartbeat_without_time(fake, capsys, tmp_path):
+    path = tmp_path / 'heartbeat'
+    path.write_text('{"interval": 30, "time": "yesterday"}')
+
+    err = refused(capsys, '--heartbeat-file', str(path))
+
+    assert 'has no valid "time"' in err
+
+
+@pytest.mark.parametrize('text', [
+    '[1, 2]', '{"time": "2020-01-01T00:00:00Z", "interval": NaN}',
+    '{"time": "2020-01-01T00:00:00Z", "interval": true}',
+    '{"time": "2020-01-01T00:00:00", "interval": 30}'])
+def test_refused_with_a_heartbeat_of_anything_else(fake, capsys, tmp_path,
+                                                   text):
+    path = tmp_path / 'heartbeat'
+    path.write_text(text)
+
+    err = refused(capsys, '--heartbeat-file', str(path))
+
+    assert 'has no valid "time" or "interval"' in err
+
+
+def test_force_and_heartbeat_file_exclude_each_other(capsys, stale_beat):
+    err = refused(capsys, '--force', '--heartbeat-file', stale_beat)
+
+    assert 'not allowed with argument' in err
+
+
+@pytest.mark.parametrize('args', [
+    ['--preemptibles', 'kill'], ['--timeout', '-1'], ['--timeout', 'soon']])
+def test_bad_options_are_one_line(capsys, args):
+    refused(capsys, '--force', *args)
+
+
+def test_config_dir_needs_config_file(capsys, tmp_path):
+    err = refused(capsys, '--force', '--config-dir', str(tmp_path))
+
+    assert '--config-dir goes with --config-file' in err
+
+
+@pytest.mark.parametrize('text, message', [
+    ('[opie]\nheartbeat_path = $nosuch/beat\n',
+     '[opie] heartbeat_path: no such option nosuch'),
+    ('[opie\n', 'nova.conf')])
+def test_a_bad_scheduler_nova_conf_is_one_line(capsys, tmp_path, text,
+                                               message):
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(text)
+
+    err = refused(capsys, '--config-file', str(conf))
+
+    assert message in err
+
+
+def test_refused_while_preemptible_servers_run(fake, capsys, stale_beat):
+    fake.add_node('host-A', servers=['s1'])
+    fake.add_node('host-B')
+
+    err = refused(capsys, '--heartbeat-file', stale_beat)
+
+    assert ('1 preemptible server still runs on host-A: drain them first, '
+            'or give --preemptibles delete, shelve or keep') in err
+    assert not fake.deleted
+
+
+def test_keep_refused_with_config_file(fake, capsys, tmp_path, stale_beat):
+    fake.add_node('host-A', servers=['s1', 's2'])
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[opie]\nheartbeat_path = %s\n' % stale_beat)
+
+    err = refused(capsys, '--config-file', str(conf),
+                  '--preemptibles', 'keep')
+
+    assert ('--preemptibles keep with --config-file: 2 preemptible servers '
+            'still run on host-A') in err
+    assert 'nova-compute does not start' in err
+    assert not fake.deleted
+    assert '[opie]' in conf.read_text()
+
+
+def test_an_unreachable_cloud_is_one_line(capsys, monkeypatch, stale_beat):
+    def connect(args):
+        raise ks_exceptions.ConnectFailure('Unable to establish connection '
+                                           'to http://keystone:5000\n')
+    monkeypatch.setattr(cloud, 'connect', connect)
+
+    err = refused(capsys, '--heartbeat-file', stale_beat)
+
+    assert 'cloud: Unable to establish connection' in err
+
+
+# what it does and leaves ---------------------------------------------------
+def test_removes_everything_of_opie(fake, capsys, stale_beat):
+    a = fake.add_node('host-A')
+    fake.add_node('host-B', with_token=False)
+    fake.add_lease()
+
+    code, out, err = run(capsys, '--heartbeat-file', stale_beat)
+
+    assert (code, err) == (0, '')
+    assert out.splitlines() == [
+        'removed host token of compute node host-A (consumer %s)'
+        % token.consumer(a),
+        'removed reconciler lease (consumer %s, held by sched-1:42:abcd)'
+        % lease.CONSUMER_UUID,
+        'removed resource provider opie-coordination (%s)'
+        % lease.PROVIDER_UUID,
+        'removed %s inventory of compute node host-A (a nova-compute still '
+        'given its provider config puts it back)'
+        % ', '.join(rc.PROVIDER_CONFIG_CLASSES),
+        'removed %s inventory of compute node host-B (a nova-compute still '
+        'given its provider config puts it back)'
+        % ', '.join(rc.PROVIDER_CONFIG_CLASSES)] + [
+        'removed resource class %s' % name for name in rollback.CLASSES] + [
+        'nothing of OPIE is left in Placement']
+    assert fake.classes == set()
+    assert [inventories for _, inventories, _ in fake.providers.values()
+            ] == [STANDARD_INVENTORY] * 2
+
+    # Again: nothing to do.
+    code, out, _ = run(capsys, '--heartbeat-file', stale_beat)
+    assert (code, out) == (0, 'nothing of OPIE is left in Placement\n')
+
+
+def test_dry_run_changes_nothing(fake, capsys, stale_beat):
+    fake.add_node('host-A', servers=['s1'])
+    fake.add_lease()
+
+    code, out, _ = run(capsys, '--heartbeat-file', stale_beat,
+                       '--preemptibles', 'delete', '--dry-run')
+
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == 'would delete preemptible server vm-s1 (s1) on host-A'
+    assert all(line.startswith('would ') for line in lines[:-1])
+    assert lines[-1] == 'dry run: nothing of OPIE is left in Placement'
+    assert not fake.deleted and not fake.servers.calls
+
+
+def test_keep_removes_tokens_and_says_what_stays(fake, capsys, stale_beat):
+    a = fake.add_node('host-A', servers=['s1', 's2'])
+    fake.add_node('host-B')
+
+    code, out, _ = run(capsys, '--force', '--preemptibles', 'keep')
+
+    assert code == 1
+    assert 'removed host token of compute node host-A (consumer %s)' % (
+        token.consumer(a)) in out
+    assert ('left: CUSTOM_PREEMPTIBLE_VCPU inventory of compute node '
+            'host-A: 2 consumers use it: keep its provider config, or '
+            'nova-compute does not start') in out
+    assert ('removed CUSTOM_PREEMPTIBLE_MEMORY_MB, CUSTOM_PREEMPTIBLE_DISK_GB'
+            ', CUSTOM_OPIE_HOST inventory of compute node host-A') in out
+    assert ('left: resource class CUSTOM_PREEMPTIBLE_VCPU: inventory of it '
+            'is left on host-A') in out
+    assert 'removed resource class CUSTOM_OPIE_HOST' in out
+    assert out.splitlines()[-1] == '2 things of OPIE left, see above'
+    assert not fake.servers.calls
+
+
+def test_delete_waits_for_the_servers_to_go(fake, capsys, stale_beat):
+    fake.add_node('host-A', servers=['s1'])
+    fake.add_node('host-B', servers=['s2'])
+
+    code, out, _ = run(capsys, '--heartbeat-file', stale_beat,
+                       '--preemptibles', 'delete')
+
+    assert code == 0, out
+    assert fake.servers.calls == [('delete', 's1'), ('delete', 's2')]
+    assert out.startswith(
+        'deleted preemptible server vm-s1 (s1) on host-A\n'
+        'deleted preemptible server vm-s2 (s2) on host-B\n')
+    assert fake.classes == set()
+
+
+def test_shelve_offloads_the_shelved_servers(fake, capsys, stale_beat):
+    fake.add_node('host-A', servers=['s1'])
+
+    code, out, _ = run(capsys, '--heartbeat-file', stale_beat,
+                       '--preemptibles', 'shelve')
+
+    assert code == 0, out
+    assert fake.servers.calls == [('shelve', 's1'), ('shelve_offload', 's1')]
+    assert out.startswith('shelved preemptible server vm-s1 (s1) on host-A\n')
+
+
+def test_servers_still_there_at_the_timeout_are_left(fake, capsys,
+                                                     stale_beat):
+    fake.add_node('host-A', servers=['s1'])
+    fake.servers.stuck = True
+
+    code, out, _ = run(capsys, '--heartbeat-file', stale_beat,
+                       '--preemptibles', 'delete', '--timeout', '0')
+
+    assert code == 1
+    assert ('left: CUSTOM_PREEMPTIBLE_VCPU inventory of compute node host-A: '
+            '1 consumer uses it') in out
+
+
+def test_config_file_loses_opie_settings(fake, capsys, tmp_path,
+                                         stale_beat):
+    fake.add_node('host-A')
+    conf = tmp_path / 'nova.conf'
+    text = ('[filter_scheduler]\nenabled_filters = ComputeFilter,'
+            'PreemptibleFilter\n[opie]\nheartbeat_path = %s\n' % stale_beat)
+    conf.write_text(text)
+
+    code, out, _ = run(capsys, '--config-file', str(conf), '--dry-run')
+    assert code == 0
+    assert ('%s: would remove [filter_scheduler] enabled_filters, [opie]'
+            % conf) in out
+    assert conf.read_text() == text
+
+    code, out, _ = run(capsys, '--config-file', str(conf))
+    assert code == 0
+    assert ('%s: removed [filter_scheduler] enabled_filters, [opie]'
+            % conf) in out
+    assert conf.read_text() == ('[filter_scheduler]\nenabled_filters = '
+                                'ComputeFilter\n')
+
+
+def test_a_server_nova_refuses_to_shelve_is_left(fake, capsys, stale_beat):
+    fake.add_node('host-A', servers=['s1', 's2'])
+    fake.servers.refuse.add('s1')
+
+    code, out, _ = run(capsys, '--heartbeat-file', stale_beat,
+                       '--preemptibles', 'shelve')
+
+    assert code == 1
+    assert ('left: preemptible server vm-s1 (s1) on host-A: Nova refused to '
+            'shelve it: Cannot shelve instance s1 while it is in vm_state '
+            'error') in out
+    assert fake.servers.calls == [('shelve', 's2'), ('shelve_offload', 's2')]
+    assert ('left: CUSTOM_PREEMPTIBLE_VCPU inventory of compute node host-A: '
+            '1 consumer uses it') in out
+
+
+def test_a_shelved_server_of_an_earlier_run_is_offloaded(fake, capsys,
+                                                         stale_beat):
+    fake.add_node('host-A', servers=['s1'])
+    fake.servers.status['s1'] = 'SHELVED'
+
+    code, out, _ = run(capsys, '--heartbeat-file', stale_beat,
+                       '--preemptibles', 'shelve')
+
+    assert code == 0, out
+    assert fake.servers.calls == [('shelve_offload', 's1')]
+
+
+def test_config_kept_while_preemptible_servers_are_there(
+        fake, capsys, tmp_path, stale_beat):
+    fake.add_node('host-A', servers=['s1'])
+    fake.servers.stuck = True
+    conf = tmp_path / 'nova.conf'
+    text = '[opie]\nheartbeat_path = %s\n' % stale_beat
+    conf.write_text(text)
+
+    code, out, _ = run(capsys, '--config-file', str(conf), '--preemptibles',
+                       'delete', '--timeout', '0')
+
+    assert code == 1
+    assert ("left: %s: OPIE's settings kept: 1 preemptible server is still "
+            "there, and safe mode needs OPIE's filter until none is" % conf
+            ) in out
+    assert conf.read_text() == text
