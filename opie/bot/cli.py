@@ -288,16 +288,21 @@ def _print_json(value):
 
 def cmd_cancel(args):
     def cancel(live, args):
-        kept = live.cancel(datadir.jobs(args.data_dir), args.job_id,
-                           args.os_cloud)
+        kept, state = live.cancel(datadir.jobs(args.data_dir), args.job_id,
+                                  args.os_cloud, args.delete_results)
+        objects = ('its objects are deleted, results too'
+                   if args.delete_results else
+                   'its results are kept (opie-bot cancel %s '
+                   '--delete-results deletes them)' % args.job_id)
+        head = ('job %s was done: its leftovers are deleted'
+                if state == 'done' else 'job %s cancelled') % args.job_id
         if kept:
-            message = ('job %s cancelled, but %d of its servers were left '
-                       'alone because their job tag was removed: %s' % (
-                           args.job_id, len(kept), ', '.join(kept)))
+            message = ('%s, but %d of its servers were left alone because '
+                       'their job tag was removed: %s; %s' % (
+                           head, len(kept), ', '.join(kept), objects))
             print(oneline.escape(message), file=sys.stderr)
             return EXIT_MISSED
-        print('job %s cancelled: its servers and objects are deleted'
-              % args.job_id)
+        print('%s: its servers are deleted; %s' % (head, objects))
         return 0
     return _cloud_command(cancel, args)
 
@@ -458,7 +463,8 @@ def parser():
     for name, func, text in (
             ('resume', cmd_resume, 'continue a job whose client died'),
             ('status', cmd_status, 'where a job on a cloud stands'),
-            ('cancel', cmd_cancel, "delete a job's servers and objects")):
+            ('cancel', cmd_cancel, "delete a job's servers (and objects "
+             "but its results)")):
         sp = sub.add_parser(name, help=text)
         sp.add_argument('job_id')
         _data_dir_option(sp)
@@ -468,6 +474,10 @@ def parser():
             sp.add_argument('--os-cloud', metavar='NAME',
                             help='override the cloud the job was started '
                             'on')
+        if name == 'cancel':
+            sp.add_argument('--delete-results', action='store_true',
+                            help='delete the committed results too '
+                            '(kept by default)')
         if name == 'resume':
             sp.add_argument('--report-dir', metavar='DIR',
                             help='where the report goes (default: '

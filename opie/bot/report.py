@@ -13,6 +13,9 @@ from opie.bot import model
 from opie.bot import planner
 
 _EPS = 1e-9
+# The records that end a server's bill: deleted by the client (scheduler
+# or cancel), lost to a preemption, or failed to boot.
+SERVER_ENDS = ('server_delete', 'server_preempted', 'server_boot_failed')
 
 
 def billed_seconds(created, ended, hibernated_s):
@@ -41,8 +44,7 @@ def servers(records, end_time):
             s['hibernations'].append([r['t'], None])
         elif ev == 'server_resumed':
             s['hibernations'][-1][1] = r['t']
-        elif ev in ('server_delete', 'server_preempted') \
-                and s['ended'] is None:
+        elif ev in SERVER_ENDS and s['ended'] is None:
             s['ended'] = r['t']
             s['end_reason'] = r.get('reason', 'preempted')
     for s in out.values():

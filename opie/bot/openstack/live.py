@@ -22,6 +22,7 @@ from novaclient import exceptions as nova_exceptions
 from opie import clouds
 from opie.bot import jobfile
 from opie.bot import journal as journal_mod
+from opie.bot import lifecycle
 from opie.bot import model
 from opie.bot import planner
 from opie.bot import report
@@ -35,6 +36,8 @@ from opie.bot.sim import backend as sim_backend
 
 CLOUD_ERRORS = (ks_exceptions.ClientException,
                 nova_exceptions.ClientException)
+# Where the agents commit results: what cancel keeps unless asked.
+RESULTS = 'results/'
 # Consecutive failed polls before the client stops (the job can resume).
 MAX_FAILED_POLLS = 20
 
@@ -176,8 +179,19 @@ def _reopen(jobs_dir, job_id, cloud):
     return journal, meta, job, settings, conn
 
 
+def _state(journal, meta):
+    """The job's :mod:`lifecycle` state, from its journal."""
+    events = {r['event'] for r in journal.records()}
+    return lifecycle.state(meta.get('status'), events, journal.driven())
+
+
 def resume(jobs_dir, job_id, cloud=None):
     journal, meta, job, settings, conn = _reopen(jobs_dir, job_id, cloud)
+    try:
+        lifecycle.check_resumable(job_id, _state(journal, meta))
+    except lifecycle.Final:
+        journal.close()
+        raise
     plan = planner.primary_map(job)
     ctx = _guard(Job, journal, plan, settings, job_id, meta['t0'], conn)
     _guard(_adopt, ctx, job)
@@ -381,10 +395,16 @@ def jobs(jobs_dir):
     return sorted(out, key=lambda st: (st['started'] or 0, st['job_id']))
 
 
-def cancel(jobs_dir, job_id, cloud=None):
+def cancel(jobs_dir, job_id, cloud=None, delete_results=False):
     """Delete the servers the journal shows the job created, and its
-    objects; journal it.  The ids of servers left alone because someone
-    removed their job tag."""
+    objects but its results (those too if ``delete_results``); journal
+    each step.  (ids of servers left alone because someone removed their
+    job tag, the job's state after the cancel).
+
+    The intent is journalled first (``cancelling``): a cancel killed
+    half-way leaves a job no ``resume`` runs again, and a second cancel
+    finishes it.  A done job stays done: only its leftovers go.
+    """
     journal, meta, job, settings, conn = _reopen(jobs_dir, job_id, cloud)
     clock = clock_mod.RealClock(meta['t0'], settings.speed)
     try:
@@ -392,16 +412,43 @@ def cancel(jobs_dir, job_id, cloud=None):
                                      create=False)
     except stores.StoreError as exc:
         raise CloudError(str(exc)) from None
+    final = lifecycle.DONE if _state(journal, meta) == lifecycle.DONE \
+        else lifecycle.CANCELLED
+    journal.append({'t': clock.now(), 'event': 'cancelling',
+                    'delete_results': delete_results})
     cloud_ = nova.NovaCloud(conn, job_id, settings.image, settings.network,
                             journal, clock, None)
-    created, intents = _owned(journal.records())
+    records = journal.records()
+    created, intents = _owned(records)
     for sid, r in created.items():
         cloud_.adopt(sid, scheduler_mod.server_name(job, r['key']),
                      nova.BUILD)
     for sid, key in _guard(cloud_.orphans, intents, created):
         cloud_.adopt(sid, scheduler_mod.server_name(job, key), nova.BUILD)
     kept = _guard(cloud_.delete_all)
-    _guard(store.destroy)
-    journal.append({'t': clock.now(), 'event': 'cancelled', 'kept': kept})
-    journal.set_meta(status='cancelled')
-    return kept
+    for sid in sorted(_billing(records) - set(kept)):
+        journal.append({'t': clock.now(), 'event': 'server_delete',
+                        'server': sid, 'reason': 'cancel'})
+    if delete_results:
+        _guard(store.destroy)
+    else:
+        _guard(_delete_scratch, store)
+    journal.append({'t': clock.now(), 'event': 'cancelled', 'kept': kept,
+                    'results_kept': not delete_results})
+    journal.set_meta(status=final)
+    return kept, final
+
+
+def _billing(records):
+    """The servers the journal shows created and not yet ended."""
+    created = {r['server'] for r in records if r['event'] == 'server_create'}
+    return created - {r['server'] for r in records
+                      if r['event'] in report.SERVER_ENDS}
+
+
+def _delete_scratch(store):
+    """Delete the job's objects but its results: assignments, statuses
+    and checkpoints only served the run."""
+    for key in store.list():
+        if not key.startswith(RESULTS):
+            store.delete(key)
