@@ -24,6 +24,7 @@ from opie.bot import html
 from opie.bot import jobfile
 from opie.bot import journal as journal_mod
 from opie.bot import model
+from opie.bot import paths
 from opie.bot import planner
 from opie.bot import report
 from opie.bot import scenarios
@@ -134,7 +135,9 @@ def _summary(job, rep, stem, simulated=False):
 
 
 def cmd_run(args):
+    _check_dirs(args)
     if args.backend == 'openstack':
+        _check_store(args.store)
         return _cloud_command(_run_openstack, args)
     given = [option for option, dest in CLOUD_OPTIONS
              if getattr(args, dest) is not None]
@@ -146,12 +149,13 @@ def cmd_run(args):
     plan = _load_plan(args)
     job = plan.job
     kwargs = _preemption_args(args, job)
+    stem = _report_stem(_report_dir(args), '%s-%s-seed%d' % (
+        job.name, args.scenario or 'run', args.seed))
     result = backend.run(plan, seed=args.seed, mode=args.mode,
                          progress=None if args.quiet else _progress_line,
                          progress_every=args.progress_every, **kwargs)
     rep = report.build(result, report.baseline(plan, backend.run))
-    stem = _write_report(rep, _report_dir(args), '%s-%s-seed%d' % (
-        job.name, args.scenario or 'run', args.seed))
+    _write_report(rep, stem)
     return _summary(job, rep, stem, simulated=True)
 
 
@@ -159,15 +163,44 @@ def _report_dir(args):
     return args.report_dir or datadir.reports(args.data_dir)
 
 
-def _write_report(rep, directory, name):
-    """Write ``rep`` as DIRECTORY/NAME.json and .html; return the stem."""
-    os.makedirs(directory, exist_ok=True)
+def _check_dirs(args):
+    """The directories a command writes or reads can be used, or one
+    line naming the option: checked before any work starts."""
+    paths.check_directory('--data-dir', args.data_dir)
+    if getattr(args, 'report_dir', None):
+        paths.check_directory('--report-dir', args.report_dir)
+
+
+def _check_store(url):
+    """A store URL the client can use, before it plans or connects."""
+    if url is None:
+        return
+    from opie.bot.openstack import stores
+    try:
+        stores.file_root(url)
+    except stores.StoreError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _report_stem(directory, name):
+    """DIRECTORY/NAME, whose .json and .html may be written (not links,
+    not directories): checked before the run, so that a run's end is
+    never lost to a path."""
     stem = os.path.join(directory, name)
-    with open(stem + '.json', 'w', encoding='utf-8') as f:
-        json.dump(rep, f, indent=1)
-    with open(stem + '.html', 'w', encoding='utf-8') as f:
-        f.write(html.render(rep))
+    for suffix in REPORT_SUFFIXES:
+        paths.check_file(stem + suffix)
     return stem
+
+
+def _write_report(rep, stem):
+    """Write ``rep`` as STEM.json and STEM.html."""
+    try:
+        os.makedirs(os.path.dirname(stem), exist_ok=True)
+    except OSError as exc:
+        raise paths.PathError('%s: %s' % (os.path.dirname(stem),
+                                          exc.strerror)) from None
+    paths.write_text(stem + '.json', json.dumps(rep, indent=1))
+    paths.write_text(stem + '.html', html.render(rep))
 
 
 def _cloud_command(command, args):
@@ -209,7 +242,8 @@ def _drive(live, ctx, args):
     finished = live.loop(ctx, progress,
                          ctx.clock.wall_s(args.progress_every))
     rep = live.build_report(ctx)
-    stem = _write_report(rep, _report_dir(args), ctx.job_id)
+    stem = _report_stem(_report_dir(args), ctx.job_id)
+    _write_report(rep, stem)
     code = _summary(ctx.plan.job, rep, stem)
     counts = rep['counts']
     print('preemptions %d, migrations %d, checkpoints %d, restores %d, '
@@ -229,6 +263,8 @@ def _run_openstack(live, args):
 
 
 def cmd_resume(args):
+    _check_dirs(args)
+
     def resume(live, args):
         ctx = live.resume(datadir.jobs(args.data_dir), args.job_id,
                           args.os_cloud)
@@ -238,6 +274,8 @@ def cmd_resume(args):
 
 
 def cmd_status(args):
+    _check_dirs(args)
+
     def status(live, args):
         st = live.status(datadir.jobs(args.data_dir), args.job_id)
         if args.format == 'json':
@@ -263,6 +301,8 @@ def _state(st):
 
 
 def cmd_list(args):
+    _check_dirs(args)
+
     def list_(live, args):
         found = live.jobs(datadir.jobs(args.data_dir))
         if args.format == 'json':
@@ -287,6 +327,8 @@ def _print_json(value):
 
 
 def cmd_cancel(args):
+    _check_dirs(args)
+
     def cancel(live, args):
         kept, state = live.cancel(datadir.jobs(args.data_dir), args.job_id,
                                   args.os_cloud, args.delete_results)
@@ -318,11 +360,11 @@ def cmd_demo(args):
 
 
 def cmd_sim(args):
-    plan = _load_plan(args)
     try:
         chosen = scenarios.parse_list(args.scenarios)
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    plan = _load_plan(args)
 
     def simulate(p, sc, seed):
         return backend.run(p, kh=sc.kh, kr=sc.kr, seed=seed, mode=args.mode)
@@ -344,6 +386,7 @@ def _limit_options(parser):
                         help='with --normal-limit: the total normal limit')
 
 
+REPORT_SUFFIXES = ('.json', '.html')
 # Far beyond any sensible poll interval, speed or expected preemptions.
 MAX_OPTION = 1e6
 # run's options of the openstack backend: (option, attribute).
@@ -518,6 +561,9 @@ def main(argv=None):
     except InputError as exc:
         for problem in exc.problems:
             print(oneline.escape(problem), file=sys.stderr)
+        return EXIT_INPUT
+    except paths.PathError as exc:
+        print(oneline.escape(str(exc)), file=sys.stderr)
         return EXIT_INPUT
     except BrokenPipeError:
         # The reader (``| head``) has all it wanted: stop quietly, and
