@@ -46,7 +46,8 @@ def servers(records, end_time):
             s['hibernations'][-1][1] = r['t']
         elif ev in SERVER_ENDS and s['ended'] is None:
             s['ended'] = r['t']
-            s['end_reason'] = r.get('reason', 'preempted')
+            s['end_reason'] = r.get('reason', 'boot failed' if ev ==
+                                    'server_boot_failed' else 'preempted')
     for s in out.values():
         ended = s['ended'] if s['ended'] is not None else end_time
         for span in s['hibernations']:
@@ -57,6 +58,11 @@ def servers(records, end_time):
         s['billed_s'] = billed_seconds(s['created'], ended, frozen)
         s['cost'] = s['billed_s'] * s['price_h'] / 3600.0
     return list(out.values())
+
+
+def _ends(records, event):
+    """The servers with an ``event`` record."""
+    return {r['server'] for r in records if r['event'] == event}
 
 
 def segments(records):
@@ -182,10 +188,12 @@ def build(result, baseline=None):
                                      if e['event'] != 'resume'),
             'servers_hibernated': count.get('server_hibernated', 0),
             # A server that failed to boot (no room) is lost as one that
-            # was preempted, but is no preemption.
-            'servers_terminated': count.get('server_preempted', 0)
-            - count.get('server_error', 0),
-            'boot_failures': count.get('server_error', 0),
+            # was preempted, but is no preemption (older journals wrote
+            # it as server_error, then server_preempted).
+            'servers_terminated': len(_ends(records, 'server_preempted')
+                                      - _ends(records, 'server_error')),
+            'boot_failures': len(_ends(records, 'server_error')
+                                 | _ends(records, 'server_boot_failed')),
             'resumes_before_mtt': sum(
                 1 for r in records if r['event'] == 'server_resumed'
                 and r['before_mtt']),

@@ -233,7 +233,8 @@ class Scheduler:
         handler = {ports.ACTIVE: self._on_active,
                    ports.HIBERNATED: self._on_hibernated,
                    ports.RESUMED: self._on_resumed,
-                   ports.TERMINATED: self._on_terminated}[event.kind]
+                   ports.TERMINATED: self._on_terminated,
+                   ports.BOOT_FAILED: self._on_boot_failed}[event.kind]
         handler(server)
         self._watch()
 
@@ -352,13 +353,19 @@ class Scheduler:
         else:
             server.state = fleet_mod.BOOTING
 
-    def _on_terminated(self, server):
+    def _on_boot_failed(self, server):
+        """A server that never booted (ERROR) is lost like a preempted
+        one, but journalled as what it is: the cloud deleted it for no
+        one, and the tenant reads boot failures apart from preemptions."""
+        self._on_terminated(server, 'server_boot_failed')
+
+    def _on_terminated(self, server, event='server_preempted'):
         self._cancel(server)
         server.end(self.now())
         queue = server.queue()
         server.running.clear()
         server.waiting = []
-        self._log('server_preempted', server=server.id, tasks=len(queue))
+        self._log(event, server=server.id, tasks=len(queue))
         self._migrate(queue, server)
         self._recheck_mtt()
 

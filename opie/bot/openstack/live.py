@@ -202,15 +202,17 @@ def _adopt(ctx, job):
     records = ctx.journal.records()
     now = ctx.clock.now()
     created, intents = _owned(records)
-    gone, active, deleting = set(), set(), set()
+    gone, active, deleting, errored = set(), set(), set(), set()
     started, finished = {}, set()
     attempts = collections.Counter()
     for r in records:
         ev = r['event']
         if ev == 'task_finish':
             finished.add(r['task'])
-        elif ev in ('server_delete', 'server_preempted'):
+        elif ev in report.SERVER_ENDS:
             gone.add(r['server'])
+        elif ev == 'server_error':
+            errored.add(r['server'])
         elif ev == 'server_active':
             active.add(r['server'])
         elif ev == 'server_deleting':
@@ -219,7 +221,7 @@ def _adopt(ctx, job):
             started[(r['task'], r['server'])] = r['t']
             attempts[r['task']] += 1
     cloud, runner = ctx.cloud, ctx.runner
-    for sid in sorted(deleting & created.keys()):
+    for sid in sorted((deleting | errored) & created.keys()):
         # Deleted, or about to be, when the client died: again, as the
         # call may never have reached Nova (a server in ERROR is both
         # lost to the job and still there).
@@ -227,8 +229,11 @@ def _adopt(ctx, job):
                     nova.BUILD)
         cloud.delete_server(sid)
         if sid not in gone:
-            ctx.journal.append({'t': now, 'event': 'server_delete',
-                                'server': sid, 'reason': 'resumed delete'})
+            ctx.journal.append(
+                {'t': now, 'event': 'server_boot_failed', 'server': sid,
+                 'tasks': 0} if sid in errored else
+                {'t': now, 'event': 'server_delete', 'server': sid,
+                 'reason': 'resumed delete'})
             gone.add(sid)
     for sid, key in cloud.orphans(intents, created):
         cloud.adopt(sid, scheduler_mod.server_name(job, key), nova.BUILD)

@@ -99,6 +99,7 @@ class FakeNova:
         self.configs = {}
         self.error_flavors = set()
         self.hang = set()
+        self.seen = set()       # the states servers have been in
 
     def live(self):
         """The ids of servers Nova still has."""
@@ -111,6 +112,7 @@ class FakeNova:
             if server.status == 'BUILD':
                 server.status = 'ERROR' if server.flavor['original_name'] \
                     in self.error_flavors else 'ACTIVE'
+                self.seen.add(server.status)
                 server.updated = _now()
             elif server.status == 'ACTIVE':
                 self._agent(self.configs[sid])

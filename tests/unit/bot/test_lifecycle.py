@@ -151,3 +151,45 @@ def test_cancel_keeps_results_unless_asked(tenant):
     assert code == 0
     assert tenant.results() == []
     assert not (tenant.dir / 'store' / job_id).exists()
+
+
+# -- boot failures (point 3) -------------------------------------------------
+
+def test_a_boot_failure_is_no_preemption(tenant):
+    tenant.nova.error_flavors.add('small-preemptible')
+
+    code, out, err = tenant.run()
+
+    assert code == 0, (out, err)
+    events = [r['event'] for r in tenant.records()]
+    assert 'server_boot_failed' in events
+    assert 'server_preempted' not in events
+    counts = tenant.report()['counts']
+    assert (counts['boot_failures'], counts['servers_terminated']) == (1, 0)
+    assert tenant.nova.live() == []
+
+
+def test_a_boot_failure_is_deleted_whenever_the_client_dies(tenant):
+    """SIGKILL after each record from the boot failure on: the resumed
+    client deletes the failed server, and leaves nothing behind."""
+    tenant.nova.error_flavors.add('small-preemptible')
+    assert tenant.run()[0] == 0
+    events = [r['event'] for r in tenant.records()]
+    first = events.index('server_error') + 1
+    # The error, the delete's intent, the server's end.
+    for after in range(first, first + 3):
+        for path in (tenant.dir / 'jobs').glob('*'):
+            path.unlink()
+        tenant.nova.__init__(['small'])
+        tenant.nova.error_flavors.add('small-preemptible')
+
+        assert tenant.run(kill_after=after)[0] == 'killed'
+        assert 'ERROR' in tenant.nova.seen, after
+        tenant.nova.error_flavors.clear()
+        code, out, err = tenant.cli('resume', tenant.job_id(), '--quiet')
+
+        assert code == 0, (after, out, err)
+        assert tenant.nova.live() == [], after
+        events = [r['event'] for r in tenant.records()]
+        assert 'server_preempted' not in events, after
+        assert tenant.report()['counts']['boot_failures'] == 1, after
