@@ -12,6 +12,7 @@ lacks something (credentials, endpoint, flavor, image, store), reported
 in one line per problem, never as a traceback.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -219,10 +220,12 @@ def _cloud_command(command, args):
               'resume (or cancel) JOB_ID once the journal is back'
               % oneline.escape(str(exc)), file=sys.stderr)
         return EXIT_CLOUD
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # The journal has every step: the job is only paused.
-        print('opie-bot: interrupted; the servers keep running, '
-              'opie-bot resume (or cancel) JOB_ID', file=sys.stderr)
+        print('opie-bot: interrupted; %s keep running, opie-bot resume '
+              '(or cancel) JOB_ID' % (exc.args[0] if exc.args
+                                      else 'the servers'),
+              file=sys.stderr)
         return EXIT_MISSED
     except ValueError as exc:
         raise InputError(str(exc)) from None
@@ -239,11 +242,15 @@ def _settings(live, args):
 
 def _drive(live, ctx, args):
     progress = None if args.quiet else _progress_line
-    finished = live.loop(ctx, progress,
-                         ctx.clock.wall_s(args.progress_every))
+    with _kept_on_error(ctx):
+        finished = live.loop(ctx, progress,
+                             ctx.clock.wall_s(args.progress_every))
     rep = live.build_report(ctx)
     stem = _report_stem(_report_dir(args), ctx.job_id)
     _write_report(rep, stem)
+    if ctx.scheduler.stopped:
+        print('stopped (%s): every server of the job is deleted'
+              % ctx.scheduler.stopped)
     code = _summary(ctx.plan.job, rep, stem)
     counts = rep['counts']
     print('preemptions %d, migrations %d, checkpoints %d, restores %d, '
@@ -253,6 +260,38 @@ def _drive(live, ctx, args):
               counts['restores'], counts['duplicate_runs'],
               counts['client_resumes']))
     return code if finished else EXIT_MISSED
+
+
+@contextlib.contextmanager
+def _kept_on_error(ctx):
+    """A client that stops on an error it cannot act past (the cloud
+    unreachable, the journal unwritable, Ctrl-C) leaves the job's servers
+    running for a resume: say how many, and why, on the way out.  Any
+    other error is the client's own: every server is deleted first, so
+    nothing bills on for a client that cannot go on."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(_servers(len(ctx.scheduler.fleet.live()))) \
+            from None
+    except (journal_mod.JournalError,) + _cloud_errors() as exc:
+        raise type(exc)('%s (%s kept running)' % (
+            exc, _servers(len(ctx.scheduler.fleet.live())))) from None
+    except Exception as exc:
+        deleted = ctx.scheduler.stop('client error: %s' % exc)
+        ctx.journal.set_meta(status='stopped')
+        raise InputError('opie-bot: job %s stopped on an error (%s); %s '
+                         'deleted' % (ctx.job_id, exc, _servers(deleted))) \
+            from None
+
+
+def _cloud_errors():
+    from opie.bot.openstack import live
+    return (live.CloudError,)
+
+
+def _servers(count):
+    return '%d server%s' % (count, '' if count == 1 else 's')
 
 
 def _run_openstack(live, args):

@@ -9,16 +9,17 @@
 
 ``done`` and ``cancelled`` are final: ``resume`` refuses them, since
 running a finished job again would bill every task a second time and
-overwrite its report.  ``stopped`` is final too once its servers are
-deleted: the client stopped because the job could no longer end (see
-:mod:`opie.bot.openstack.live`).  The state is read from the journal's
-records, not only from its settings, so a client killed between writing
-its last record and saving the state leaves the same answer: a cancel
-journals its intent (``cancelling``) before it deletes anything.
+overwrite its report.  A ``stopped`` job is past its horizon: a
+``resume`` creates nothing, it only deletes what a client killed while
+stopping left (see :mod:`opie.bot.openstack.live`).  The state is read
+from the journal's records, not only from its settings, so a client
+killed between writing its last record and saving the state leaves the
+same answer: a cancel journals its intent (``cancelling``) before it
+deletes anything.
 """
 RUNNING, PAUSED, STOPPED, DONE, CANCELLED = (
     'running', 'paused', 'stopped', 'done', 'cancelled')
-FINAL = (STOPPED, DONE, CANCELLED)
+FINAL = (DONE, CANCELLED)
 
 
 class Final(ValueError):

@@ -121,6 +121,10 @@ def _explain_misses(records, deadline, finish):
                    if r['limits'] else 'no normal server is fast enough')
             notes.append('t=%.0f s: normal servers alone could no longer '
                          'end the job by the deadline (%s)' % (r['t'], why))
+        elif r['event'] == 'stopped':
+            notes.append('t=%.0f s: the client stopped (%s) and deleted '
+                         'the %d servers still live' % (
+                             r['t'], r['reason'], r['servers']))
         elif r['event'] == 'stranded':
             notes.append('t=%.0f s: task %s stranded: no server and no '
                          'normal server allowed' % (r['t'], r['task']))

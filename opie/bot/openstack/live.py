@@ -36,6 +36,8 @@ from opie.bot.sim import backend as sim_backend
 
 CLOUD_ERRORS = (ks_exceptions.ClientException,
                 nova_exceptions.ClientException)
+# Why a job stops unfinished (the report and status say it).
+HORIZON_REASON = 'horizon: %d deadlines passed' % sim_backend.HORIZON
 # Where the agents commit results: what cancel keeps unless asked.
 RESULTS = 'results/'
 # Consecutive failed polls before the client stops (the job can resume).
@@ -93,7 +95,7 @@ class Job:
         self.checkpoints = runner_mod.AgentCheckpoints(self.store)
         self.scheduler = scheduler_mod.Scheduler(
             plan, self.clock, self.cloud, self.runner, self.checkpoints,
-            journal, drop_at_mtt=True)
+            journal, drop_at_mtt=True, watch_hangs=True)
 
 
 def _connect(settings, journal=None):
@@ -241,7 +243,12 @@ def _adopt(ctx, job):
         ctx.journal.append({'t': now, 'event': 'orphan_delete',
                             'server': sid})
     runner.attempts.update(attempts)
-    done = runner.results()
+    ctx.scheduler.hangs.count.update(
+        r['task'] for r in records if r['event'] == 'task_hung')
+    # A task failed for hanging has no result, and is over all the same.
+    done = runner.results() | {
+        r['task'] for r in records
+        if r['event'] == 'task_failed' and r.get('reason') == 'hung'}
     _journal_finished_while_away(ctx, created, done - finished, now)
     adopted = []
     for sid, r in created.items():
@@ -259,7 +266,9 @@ def _adopt(ctx, job):
     new_normal = max([int(r['key'][1:]) for r in created.values()
                       if r['key'].startswith('m')] or [0])
     taken_over = any(r['event'] == 'take_over' for r in records)
-    ctx.scheduler.adopt(adopted, done, new_normal, taken_over)
+    ctx.scheduler.adopt(adopted, done, new_normal, taken_over,
+                        stop=HORIZON_REASON if now >= _horizon(ctx)
+                        else None)
     ctx.resumed = True
 
 
@@ -298,14 +307,22 @@ def _journal_finished_while_away(ctx, created, tasks, now):
                             'while_away': True})
 
 
+def _horizon(ctx):
+    """When the client gives up on the job: no run that long can still
+    be of use, and every hour past it would be billed for nothing."""
+    return sim_backend.HORIZON * ctx.plan.job.deadline_s
+
+
 def loop(ctx, progress=None, progress_every_s=10.0):
-    """Drive the job until it is done; True if it finished."""
+    """Drive the job until it is done, or until its horizon, when every
+    server is deleted (:meth:`Scheduler.stop`); True if it finished."""
     sched = ctx.scheduler
     full = getattr(ctx, 'resumed', False)
     failures = 0
     next_line = time.monotonic()
-    horizon = sim_backend.HORIZON * ctx.plan.job.deadline_s
-    while not sched.finished and ctx.clock.now() < horizon:
+    horizon = _horizon(ctx)
+    while not sched.finished and not sched.stopped and \
+            ctx.clock.now() < horizon:
         try:
             ctx.cloud.poll(full=full)
             full = False
@@ -322,7 +339,10 @@ def loop(ctx, progress=None, progress_every_s=10.0):
             progress(sched.snapshot())
             next_line += progress_every_s
         time.sleep(ctx.settings.poll_s)
-    ctx.journal.set_meta(status='done' if sched.finished else 'stopped')
+    if not sched.finished and not sched.stopped:
+        _guard(sched.stop, HORIZON_REASON)
+    ctx.journal.set_meta(status=lifecycle.DONE if sched.finished
+                         else lifecycle.STOPPED)
     return sched.finished
 
 

@@ -7,8 +7,8 @@ their real code against it, in one process and in well under a second of
 wall time (job time runs ``SPEED`` times faster).  Servers boot on the
 next poll (or fail to, for flavors in ``error_flavors``); each poll, the
 agents of ACTIVE servers commit every task assigned to them except those
-in ``hang``.  ``killer`` simulates a SIGKILL right after the journal's
-Nth record.
+in ``hang`` (or, on their first attempt, in ``hang_once``).  ``killer``
+simulates a SIGKILL right after the journal's Nth record.
 """
 import ast
 import datetime
@@ -22,7 +22,9 @@ from opie.bot import agent
 from opie.bot import journal as journal_mod
 from opie.bot.openstack import nova
 
-SPEED = 20000.0
+# Job seconds per wall second: a client's start-up (~0.1 s) is a few
+# minutes of job time, well within the test job's deadline.
+SPEED = 2000.0
 IMAGE = 'img-1'
 
 
@@ -99,6 +101,7 @@ class FakeNova:
         self.configs = {}
         self.error_flavors = set()
         self.hang = set()
+        self.hang_once = set()  # hang on the first attempt only
         self.seen = set()       # the states servers have been in
 
     def live(self):
@@ -124,7 +127,8 @@ class FakeNova:
         tasks = {}
         for task_id, a in (agent.read_json(store, base + 'assign.json')
                            or {}).items():
-            if task_id in self.hang:
+            if task_id in self.hang or (task_id in self.hang_once
+                                        and a['attempt'] == 1):
                 tasks[task_id] = {'state': 'running', 'progress': 0.0,
                                   'attempt': a['attempt']}
                 continue

@@ -57,11 +57,11 @@ class Tenant:
         out, err = self.capsys.readouterr()
         return code, out, err
 
-    def run(self, *extra, kill_after=None):
+    def run(self, *extra, kill_after=None, speed=fake_nova.SPEED):
         return self.cli('run', self.job, '--backend', 'openstack',
                         '--image', fake_nova.IMAGE, '--network', 'none',
                         '--store', 'file://%s' % (self.dir / 'store'),
-                        '--speed', str(fake_nova.SPEED), '--poll', '0.002',
+                        '--speed', str(speed), '--poll', '0.002',
                         '--quiet', *extra, kill_after=kill_after)
 
     def job_id(self):
@@ -193,3 +193,123 @@ def test_a_boot_failure_is_deleted_whenever_the_client_dies(tenant):
         events = [r['event'] for r in tenant.records()]
         assert 'server_preempted' not in events, after
         assert tenant.report()['counts']['boot_failures'] == 1, after
+
+
+# -- a job always ends clean (point 1) ---------------------------------------
+
+NO_HANG = 'policy:\n  hang_factor: 1000\n'
+# Job seconds per wall second where no deadline is to be met: the
+# horizon (ten deadlines) in under two seconds.
+FAST = 20000.0
+
+
+def assert_billed_as_journalled(tenant):
+    """Every server the job created has ended in the journal, and the
+    report's cost is what those records bill."""
+    records = tenant.records()
+    created = {r['server']: r for r in records
+               if r['event'] == 'server_create'}
+    ended = {r['server']: r['t'] for r in records if r['event'] in (
+        'server_delete', 'server_preempted', 'server_boot_failed')}
+    assert set(ended) >= set(created)
+    billed = sum(
+        -(-(ended[sid] - r['t'] - 1e-9) // 1) * r['price_h'] / 3600
+        for sid, r in created.items())
+    assert tenant.report()['result']['cost'] == pytest.approx(billed)
+
+
+def test_at_its_horizon_the_client_deletes_every_server(tenant):
+    tenant.write_job(policy=NO_HANG)
+    tenant.nova.hang.update(('t1', 't2', 't3'))
+
+    code, out, err = tenant.run(speed=FAST)
+
+    assert code == cli.EXIT_MISSED, (out, err)
+    assert tenant.nova.servers.all and tenant.nova.live() == []
+    assert 'horizon' in out and 'deleted' in out
+    assert_billed_as_journalled(tenant)
+    assert 'stopped' in [r['event'] for r in tenant.records()]
+
+
+def test_a_resume_past_the_horizon_creates_nothing(tenant):
+    tenant.write_job(policy=NO_HANG)
+    tenant.nova.hang.update(('t1', 't2', 't3'))
+    assert tenant.run(kill_after=6, speed=FAST)[0] == 'killed'
+    job_id = tenant.job_id()
+    live = tenant.nova.live()
+    assert live
+    # Eleven deadlines later.
+    db = sqlite3.connect(str(tenant.dir / 'jobs' / (job_id + '.sqlite')))
+    with db:
+        (t0,) = db.execute("SELECT value FROM meta WHERE key='t0'").fetchone()
+        db.execute("UPDATE meta SET value=? WHERE key='t0'",
+                   (json.dumps(json.loads(t0) - 11 * 3600 / FAST),))
+    db.close()
+    created = set(tenant.nova.servers.all)
+
+    code, out, err = tenant.cli('resume', job_id, '--quiet')
+
+    assert code == cli.EXIT_MISSED, (out, err)
+    assert set(tenant.nova.servers.all) == created
+    assert tenant.nova.live() == []
+    assert_billed_as_journalled(tenant)
+
+
+def test_a_hung_task_loses_its_server_and_runs_elsewhere(tenant):
+    tenant.write_job(policy='policy:\n  hang_factor: 2\n')
+    tenant.nova.hang_once.add('t1')
+
+    code, out, err = tenant.run()
+
+    assert code == 0, (out, err)
+    records = tenant.records()
+    (hung,) = [r for r in records if r['event'] == 'task_hung']
+    assert hung['task'] == 't1'
+    assert any(r['event'] == 'server_delete' and r['server'] == hung['server']
+               and 'hung' in r['reason'] for r in records)
+    assert tenant.results() == ['t1.json', 't2.json', 't3.json']
+    assert tenant.nova.live() == []
+    assert_billed_as_journalled(tenant)
+
+
+def test_a_task_that_always_hangs_fails_and_the_job_ends(tenant):
+    tenant.write_job(policy='policy:\n  hang_factor: 2\n  hang_retries: 1\n')
+    tenant.nova.hang.add('t1')
+
+    code, out, err = tenant.run()
+
+    records = tenant.records()
+    assert [r['task'] for r in records if r['event'] == 'task_hung'] == [
+        't1', 't1']
+    assert [r['task'] for r in records if r['event'] == 'task_failed'] == [
+        't1']
+    assert 'done' in [r['event'] for r in records]
+    # Well before the horizon.
+    assert records[-1]['t'] < 2 * 3600
+    assert tenant.nova.live() == []
+    assert tenant.report()['counts']['failed_tasks'] == 1
+
+
+def test_a_client_error_deletes_every_server_in_one_line(tenant,
+                                                         monkeypatch):
+    from opie.bot.openstack import runner
+
+    def broken(self):
+        raise RuntimeError('a bug')
+    tenant.nova.hang.update(('t1', 't2', 't3'))
+    original = runner.AgentRunner.poll_all
+    calls = []
+
+    def poll_all(self):
+        calls.append(1)
+        if len(calls) > 20:
+            broken(self)
+        original(self)
+    monkeypatch.setattr(runner.AgentRunner, 'poll_all', poll_all)
+
+    code, out, err = tenant.run()
+
+    assert code == cli.EXIT_INPUT
+    (line,) = err.strip().splitlines()
+    assert 'a bug' in line and '1 server deleted' in line
+    assert tenant.nova.live() == []
