@@ -80,6 +80,9 @@ def cmd_plan(args):
     plan = _load_plan(args)
     base = planner.normal_only(plan)
     job = plan.job
+    if _json(args):
+        _print_json(_plan_dict(plan, base))
+        return 0
     print('job %s: %d tasks, deadline %s, Dspot %s (%s)'
           % (job.name, len(job.tasks), _fmt_time(job.deadline_s),
              _fmt_time(plan.dspot), job.policy.dspot))
@@ -98,6 +101,37 @@ def cmd_plan(args):
     for risk in plan.risks:
         print('risk: %s' % risk)
     return 0
+
+
+def _plan_dict(plan, base):
+    """``plan -f json``: the figures of the text output."""
+    return {
+        'job': plan.job.name, 'tasks': len(plan.job.tasks),
+        'deadline_s': plan.job.deadline_s, 'dspot_s': plan.dspot,
+        'servers': [{'key': s.key, 'flavor': s.flavor.name,
+                     'market': s.market, 'tasks': len(s.tasks),
+                     'finish_s': s.finish, 'expected_cost': s.expected_cost}
+                    for s in plan.servers],
+        'expected_makespan_s': plan.makespan,
+        'expected_cost': plan.expected_cost,
+        'baseline_cost': base.expected_cost,
+        'baseline_within_limits': planner.within_limits(base),
+        'risks': list(plan.risks)}
+
+
+def _json(args):
+    return getattr(args, 'format', 'text') == 'json'
+
+
+def _say(args):
+    """Where a command's informational lines go: stderr when stdout
+    carries JSON, which must stay one document."""
+    stream = sys.stderr if _json(args) else sys.stdout
+    return lambda text: print(text, file=stream, flush=True)
+
+
+def _progress(args):
+    return None if args.quiet or _json(args) else _progress_line
 
 
 def _preemption_args(args, job):
@@ -120,8 +154,16 @@ def _progress_line(snap):
              snap['cost'], snap['slack']), flush=True)
 
 
-def _summary(job, rep, stem, simulated=False):
+def _summary(args, job, rep, stem, simulated=False):
+    """The end of a run, as text or JSON; the exit status."""
     res = rep['result']
+    code = 0 if res['deadline_met'] else EXIT_MISSED
+    if _json(args):
+        _print_json({'job': job.name, 'simulated': simulated,
+                     'result': res, 'counts': rep['counts'],
+                     'misses': rep['misses'], 'report': stem + '.json',
+                     'html': stem + '.html'})
+        return code
     print('%s%s: makespan %s (deadline %s, %s), cost $%.4f vs normal-only '
           '$%.4f (saving %s)' % (
               'simulated cloud: ' if simulated else '',
@@ -132,7 +174,7 @@ def _summary(job, rep, stem, simulated=False):
     for note in rep['misses']:
         print('miss: %s' % note)
     print('report: %s.json, %s.html' % (stem, stem))
-    return 0 if res['deadline_met'] else EXIT_MISSED
+    return code
 
 
 def cmd_run(args):
@@ -153,11 +195,11 @@ def cmd_run(args):
     stem = _report_stem(_report_dir(args), '%s-%s-seed%d' % (
         job.name, args.scenario or 'run', args.seed))
     result = backend.run(plan, seed=args.seed, mode=args.mode,
-                         progress=None if args.quiet else _progress_line,
+                         progress=_progress(args),
                          progress_every=args.progress_every, **kwargs)
     rep = report.build(result, report.baseline(plan, backend.run))
     _write_report(rep, stem)
-    return _summary(job, rep, stem, simulated=True)
+    return _summary(args, job, rep, stem, simulated=True)
 
 
 def _report_dir(args):
@@ -241,17 +283,18 @@ def _settings(live, args):
 
 
 def _drive(live, ctx, args):
-    progress = None if args.quiet else _progress_line
     with _kept_on_error(ctx):
-        finished = live.loop(ctx, progress,
+        finished = live.loop(ctx, _progress(args),
                              ctx.clock.wall_s(args.progress_every))
     rep = live.build_report(ctx)
     stem = _report_stem(_report_dir(args), ctx.job_id)
     _write_report(rep, stem)
     if ctx.scheduler.stopped:
-        print('stopped (%s): every server of the job is deleted'
-              % ctx.scheduler.stopped)
-    code = _summary(ctx.plan.job, rep, stem)
+        _say(args)('stopped (%s): every server of the job is deleted'
+                   % ctx.scheduler.stopped)
+    code = _summary(args, ctx.plan.job, rep, stem)
+    if _json(args):
+        return code if finished else EXIT_MISSED
     counts = rep['counts']
     print('preemptions %d, migrations %d, checkpoints %d, restores %d, '
           'duplicate runs %d, client resumes %d' % (
@@ -297,7 +340,7 @@ def _servers(count):
 def _run_openstack(live, args):
     plan = _load_plan(args)
     ctx = live.start(plan, args.job, _settings(live, args),
-                     datadir.jobs(args.data_dir))
+                     datadir.jobs(args.data_dir), _say(args))
     return _drive(live, ctx, args)
 
 
@@ -307,7 +350,7 @@ def cmd_resume(args):
     def resume(live, args):
         ctx = live.resume(datadir.jobs(args.data_dir), args.job_id,
                           args.os_cloud)
-        print('job %s resumed' % ctx.job_id, flush=True)
+        _say(args)('job %s resumed' % ctx.job_id)
         return _drive(live, ctx, args)
     return _cloud_command(resume, args)
 
@@ -320,16 +363,31 @@ def cmd_status(args):
         if args.format == 'json':
             _print_json(st)
             return 0
-        print('job %s: %s, %d/%d tasks done at %s of job time' % (
-            st['job_id'], _state(st), st['done'], st['tasks'],
-            _fmt_time(st['t'])))
-        print('live servers: %d preemptible, %d normal; preemptions %d, '
-              'migrations %d, duplicate runs %d' % (
-                  st['servers'][model.PREEMPTIBLE],
-                  st['servers'][model.NORMAL], st['preemptions'],
-                  st['migrations'], st['duplicate_runs']))
+        _status_lines(st)
         return 0
     return _cloud_command(status, args)
+
+
+def _status_lines(st):
+    """The status a tenant reads at a glance: time, tasks, servers,
+    cost."""
+    by = st['tasks_by_state']
+    print('job %s: %s' % (st['job_id'], _state(st)))
+    print('time: elapsed %s, deadline %s, ETA %s' % (
+        _fmt_time(st['elapsed_s']), _fmt_time(st['deadline_s']),
+        'n/a' if st['eta_s'] is None else '%s (%s)' % (
+            _fmt_time(st['eta_s']), 'met' if st['eta_s'] <= st['deadline_s']
+            else 'LATE')))
+    print('tasks: %d: queued %d, running %d, done %d, failed %d' % (
+        st['tasks'], by['queued'], by['running'], by['done'],
+        by['failed']))
+    print('live servers: %d preemptible, %d normal; preemptions %d, boot '
+          'failures %d, migrations %d, duplicate runs %d' % (
+              st['servers'][model.PREEMPTIBLE], st['servers'][model.NORMAL],
+              st['preemptions'], st['boot_failures'], st['migrations'],
+              st['duplicate_runs']))
+    print('cost so far: $%.4f (normal-only plan $%.4f)' % (
+        st['cost'], st['baseline_cost']))
 
 
 def _state(st):
@@ -411,10 +469,16 @@ def cmd_sim(args):
     cells = stats.run_cells(plan, chosen, args.seeds, simulate)
     base = report.baseline(plan, backend.run)['cost']
     header, body = stats.rows(cells, base)
+    code = EXIT_MISSED if any(c.misses for c in cells) else 0
+    if _json(args):
+        _print_json({'job': plan.job.name, 'mode': args.mode,
+                     'seeds': args.seeds, 'baseline_cost': base,
+                     'rows': [dict(zip(header, row)) for row in body]})
+        return code
     print('%s, %s mode, %d seeds; normal-only baseline $%.3f; mean '
           '[P10-P90]' % (plan.job.name, args.mode, args.seeds, base))
     print(stats.text_table(header, body))
-    return EXIT_MISSED if any(c.misses for c in cells) else 0
+    return code
 
 
 def _limit_options(parser):
@@ -514,6 +578,7 @@ def parser():
 
     sp = sub.add_parser('plan', help='Dspot, primary map, expected cost')
     sp.add_argument('job')
+    _format_option(sp)
     sp.set_defaults(func=cmd_plan)
 
     sp = sub.add_parser('run', help='run a job, with progress and a report')
@@ -537,6 +602,7 @@ def parser():
     sp.add_argument('--progress-every', type=_interval, default=120.0,
                     metavar='SECONDS', help='simulated seconds per line')
     sp.add_argument('--quiet', action='store_true')
+    _format_option(sp)
     _limit_options(sp)
     _cloud_options(sp)
     _data_dir_option(sp)
@@ -550,9 +616,9 @@ def parser():
         sp = sub.add_parser(name, help=text)
         sp.add_argument('job_id')
         _data_dir_option(sp)
-        if name == 'status':
+        if name in ('status', 'resume'):
             _format_option(sp)
-        else:
+        if name != 'status':
             sp.add_argument('--os-cloud', metavar='NAME',
                             help='override the cloud the job was started '
                             'on')
@@ -588,6 +654,7 @@ def parser():
         text, 1, schema.MAX_COUNT, kind=int), default=10)
     sp.add_argument('--mode', choices=preemption.MODES,
                     default=preemption.HIBERNATE)
+    _format_option(sp)
     _limit_options(sp)
     sp.set_defaults(func=cmd_sim)
     return p

@@ -60,7 +60,7 @@ def servers(records, end_time):
     return list(out.values())
 
 
-def _ends(records, event):
+def ends(records, event):
     """The servers with an ``event`` record."""
     return {r['server'] for r in records if r['event'] == event}
 
@@ -194,10 +194,10 @@ def build(result, baseline=None):
             # A server that failed to boot (no room) is lost as one that
             # was preempted, but is no preemption (older journals wrote
             # it as server_error, then server_preempted).
-            'servers_terminated': len(_ends(records, 'server_preempted')
-                                      - _ends(records, 'server_error')),
-            'boot_failures': len(_ends(records, 'server_error')
-                                 | _ends(records, 'server_boot_failed')),
+            'servers_terminated': len(ends(records, 'server_preempted')
+                                      - ends(records, 'server_error')),
+            'boot_failures': len(ends(records, 'server_error')
+                                 | ends(records, 'server_boot_failed')),
             'resumes_before_mtt': sum(
                 1 for r in records if r['event'] == 'server_resumed'
                 and r['before_mtt']),

@@ -22,8 +22,8 @@ from novaclient import exceptions as nova_exceptions
 from opie import clouds
 from opie.bot import jobfile
 from opie.bot import journal as journal_mod
+from opie.bot import jobstatus
 from opie.bot import lifecycle
-from opie.bot import model
 from opie.bot import planner
 from opie.bot import report
 from opie.bot import scheduler as scheduler_mod
@@ -119,7 +119,7 @@ def _guard(call, *args):
         raise CloudError(errors.describe(exc)) from None
 
 
-def start(plan, job_path, settings, jobs_dir):
+def start(plan, job_path, settings, jobs_dir, say=print):
     """Validate against the cloud, then create the journal and start."""
     with open(job_path, encoding='utf-8') as f:
         source = f.read()
@@ -143,7 +143,7 @@ def start(plan, job_path, settings, jobs_dir):
     journal.set_meta(job_id=job_id, job_source=source, job_path=job_path,
                      settings=dataclasses.asdict(settings), t0=t0,
                      status='running')
-    print('job %s: journal %s' % (job_id, path), flush=True)
+    say('job %s: journal %s' % (job_id, path))
     _guard(ctx.scheduler.start)
     return ctx
 
@@ -378,31 +378,20 @@ def build_report(ctx):
 
 
 def status(jobs_dir, job_id):
-    """A summary of a job from its journal alone."""
+    """Where a job stands, from its journal alone, at job time now
+    (:mod:`opie.bot.jobstatus`)."""
     journal, meta, job = _load(jobs_dir, job_id)
-    records = journal.records()
-    count = collections.Counter(r['event'] for r in records)
-    live = {r['server'] for r in records if r['event'] == 'server_create'}
-    live -= {r['server'] for r in records
-             if r['event'] in ('server_delete', 'server_preempted')}
-    markets = collections.Counter(
-        r['market'] for r in records
-        if r['event'] == 'server_create' and r['server'] in live)
-    done = {r['task'] for r in records if r['event'] == 'task_finish'}
-    state = meta.get('status')
-    if state == 'running' and not journal.driven():
-        state = 'paused'
-    journal.close()
-    return {'job_id': job_id, 'status': state,
-            'started': meta.get('t0'),
-            'tasks': len(job.tasks), 'done': len(done),
-            'servers': {m: markets.get(m, 0) for m in model.MARKETS},
-            'preemptions': count['server_preempted']
-            + count['server_hibernated'],
-            'migrations': count['task_migrate'],
-            'duplicate_runs': count['task_duplicate'],
-            'last_event': records[-1]['event'] if records else None,
-            't': records[-1]['t'] if records else 0.0}
+    try:
+        records = journal.records()
+        state = _state(journal, meta)
+    finally:
+        journal.close()
+    settings = meta.get('settings') or {}
+    now = clock_mod.RealClock(meta.get('t0', 0.0),
+                              settings.get('speed', 1.0)).now()
+    return jobstatus.summarize(job_id, state, meta.get('t0'), job, records,
+                               now, ended=state not in (
+                                   lifecycle.RUNNING, lifecycle.PAUSED))
 
 
 def jobs(jobs_dir):

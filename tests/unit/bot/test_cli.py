@@ -72,3 +72,23 @@ def test_example_files():
     sweep = helpers.jobfile.load(helpers.JOBS / 'sweep.yaml')
     assert len(sweep.tasks) == 12
     assert cli.main(['plan', str(helpers.JOBS / 'sweep.yaml')]) == 0
+
+
+def test_plan_run_and_sim_speak_json(tmp_path, capsys):
+    assert cli.main(['plan', J60, '-f', 'json']) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan['job'] == 'j60' and plan['tasks'] == 60
+    assert plan['expected_cost'] < plan['baseline_cost']
+    assert sum(s['tasks'] for s in plan['servers']) == 60
+
+    assert cli.main(['run', J60, '--scenario', 'sc5', '-f', 'json',
+                     '--report-dir', str(tmp_path)]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run['result']['deadline_met'] and run['simulated']
+    assert run['report'] == str(tmp_path / 'j60-sc5-seed0.json')
+
+    assert cli.main(['sim', J60, '--scenarios', 'sc1,sc3', '--seeds', '2',
+                     '-f', 'json']) == 0
+    sim = json.loads(capsys.readouterr().out)
+    assert [row['scenario'] for row in sim['rows']] == ['sc1', 'sc3']
+    assert sim['baseline_cost'] > 0

@@ -313,3 +313,85 @@ def test_a_client_error_deletes_every_server_in_one_line(tenant,
     (line,) = err.strip().splitlines()
     assert 'a bug' in line and '1 server deleted' in line
     assert tenant.nova.live() == []
+
+
+# -- status at a glance (point 7) --------------------------------------------
+
+def status(tenant):
+    code, out, err = tenant.cli('status', tenant.job_id(), '-f', 'json')
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_status_of_a_paused_job_is_now_and_by_state(tenant):
+    tenant.write_job(policy=NO_HANG)
+    tenant.nova.hang.update(('t1', 't2', 't3'))
+    tenant.nova.error_flavors.add('small-preemptible')
+    # Killed once the migrated tasks run on a normal server.
+    assert tenant.run(speed=FAST)[0] == 1
+    events = [r['event'] for r in tenant.records()]
+    for path in (tenant.dir / 'jobs').glob('*'):
+        path.unlink()
+    tenant.nova.__init__(['small'])
+    tenant.nova.hang.update(('t1', 't2', 't3'))
+    tenant.nova.error_flavors.add('small-preemptible')
+    assert tenant.run(kill_after=events.index('task_start') + 2,
+                      speed=FAST)[0] == 'killed'
+    last = tenant.records()[-1]['t']
+
+    st = status(tenant)
+
+    assert st['status'] == 'paused'
+    assert st['deadline_s'] == 3600
+    # Job time runs on while no client does.
+    assert st['elapsed_s'] > last
+    assert st['tasks_by_state'] == {'queued': 1, 'running': 2, 'done': 0,
+                                    'failed': 0}
+    assert st['servers'] == {'preemptible': 0, 'normal': 1}
+    assert (st['boot_failures'], st['preemptions']) == (1, 0)
+    # The normal server bills on while paused: cost so far grows.
+    assert st['cost'] > 0 and st['baseline_cost'] > 0
+    assert status(tenant)['cost'] >= st['cost']
+    assert 'eta_s' in st
+
+    code, out, _ = tenant.cli('status', tenant.job_id())
+    assert code == 0
+    for text in ('deadline 1:00:00', 'queued 1', 'running 2', 'done 0',
+                 'failed 0', 'boot failures 1', 'preemptions 0',
+                 'normal-only', 'ETA'):
+        assert text in out, (text, out)
+
+
+def test_status_after_cancel_and_when_done(tenant):
+    tenant.nova.hang.update(('t1', 't2', 't3'))
+    assert tenant.run(kill_after=6)[0] == 'killed'
+    assert tenant.cli('cancel', tenant.job_id())[0] == 0
+
+    st = status(tenant)
+
+    assert st['status'] == 'cancelled'
+    assert st['servers'] == {'preemptible': 0, 'normal': 0}
+    cancelled_at = st['elapsed_s']
+    assert status(tenant)['elapsed_s'] == cancelled_at
+    assert st['eta_s'] is None
+
+
+def test_status_of_a_done_job(tenant):
+    assert tenant.run()[0] == 0
+
+    st = status(tenant)
+
+    assert st['status'] == 'done'
+    assert st['tasks_by_state']['done'] == 3
+    assert st['eta_s'] == st['elapsed_s'] == tenant.report()['result'][
+        'makespan_s']
+    assert st['cost'] == pytest.approx(tenant.report()['result']['cost'])
+
+
+def test_a_cloud_run_in_json_prints_one_document(tenant):
+    code, out, err = tenant.run('-f', 'json')
+
+    assert code == 0, err
+    run = json.loads(out)
+    assert run['result']['finished'] and not run['simulated']
+    assert tenant.job_id() in err
