@@ -189,15 +189,36 @@ def _state(journal, meta):
 
 def resume(jobs_dir, job_id, cloud=None):
     journal, meta, job, settings, conn = _reopen(jobs_dir, job_id, cloud)
-    try:
-        lifecycle.check_resumable(job_id, _state(journal, meta))
-    except lifecycle.Final:
-        journal.close()
-        raise
+    state = _state(journal, meta)
+    if state in lifecycle.FINAL:
+        try:
+            _refuse(journal, meta, job, settings, conn, state)
+        finally:
+            journal.close()
     plan = planner.primary_map(job)
     ctx = _guard(Job, journal, plan, settings, job_id, meta['t0'], conn)
     _guard(_adopt, ctx, job)
     return ctx
+
+
+def _refuse(journal, meta, job, settings, conn, state):
+    """A done or cancelled job is not run again; but servers its
+    journal shows still billing (the client died right after the job's
+    end, or during a cancel) serve nothing: they are deleted first."""
+    ended = []
+    if _leftovers(journal.records()):
+        clock = clock_mod.RealClock(meta['t0'], settings.speed)
+        _, ended = _delete_servers(journal, meta['job_id'], job, conn,
+                                   settings, clock, 'left over by a client '
+                                   'killed when the job was %s' % state)
+    try:
+        lifecycle.check_resumable(meta['job_id'], state)
+    except lifecycle.Final as exc:
+        if ended:
+            raise lifecycle.Final('%s; the %d server(s) a killed client '
+                                  'left running are deleted'
+                                  % (exc, len(ended))) from None
+        raise
 
 
 def _adopt(ctx, job):
@@ -430,6 +451,23 @@ def cancel(jobs_dir, job_id, cloud=None, delete_results=False):
         else lifecycle.CANCELLED
     journal.append({'t': clock.now(), 'event': 'cancelling',
                     'delete_results': delete_results})
+    kept, _ = _delete_servers(journal, job_id, job, conn, settings, clock,
+                              'cancel')
+    if delete_results:
+        _guard(store.destroy)
+    else:
+        _guard(_delete_scratch, store)
+    journal.append({'t': clock.now(), 'event': 'cancelled', 'kept': kept,
+                    'results_kept': not delete_results})
+    journal.set_meta(status=final)
+    return kept, final
+
+
+def _delete_servers(journal, job_id, job, conn, settings, clock, reason):
+    """Delete every server the journal shows the job created (and any
+    its nonce shows a cut-short create made), each journalled before and
+    after; (ids left alone because their job tag was removed, ids whose
+    bill this ended)."""
     cloud_ = nova.NovaCloud(conn, job_id, settings.image, settings.network,
                             journal, clock, None)
     records = journal.records()
@@ -439,18 +477,18 @@ def cancel(jobs_dir, job_id, cloud=None, delete_results=False):
                      nova.BUILD)
     for sid, key in _guard(cloud_.orphans, intents, created):
         cloud_.adopt(sid, scheduler_mod.server_name(job, key), nova.BUILD)
-    kept = _guard(cloud_.delete_all)
-    for sid in sorted(_billing(records) - set(kept)):
+    kept = _guard(cloud_.delete_all, reason)
+    ended = sorted(_billing(records) - set(kept))
+    for sid in ended:
         journal.append({'t': clock.now(), 'event': 'server_delete',
-                        'server': sid, 'reason': 'cancel'})
-    if delete_results:
-        _guard(store.destroy)
-    else:
-        _guard(_delete_scratch, store)
-    journal.append({'t': clock.now(), 'event': 'cancelled', 'kept': kept,
-                    'results_kept': not delete_results})
-    journal.set_meta(status=final)
-    return kept, final
+                        'server': sid, 'reason': reason})
+    return kept, ended
+
+
+def _leftovers(records):
+    """Whether the journal shows servers still billing, or a create
+    call whose answer it never got."""
+    return bool(_billing(records) or _owned(records)[1])
 
 
 def _billing(records):

@@ -297,12 +297,12 @@ class NovaCloud(ports.Cloud):
             self.servers[server_id]['state'] = GONE
         return True
 
-    def delete_all(self):
+    def delete_all(self, reason='cancel'):
         """Delete every server the journal shows this job created
         (cancel); the ids of those left alone because their job tag was
         removed."""
         return [sid for sid in sorted(self.servers)
-                if not self._delete(sid, 'cancel')]
+                if not self._delete(sid, reason)]
 
     def _emit(self, kind, sid):
         event = ports.ServerEvent(kind, sid)

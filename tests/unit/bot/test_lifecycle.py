@@ -395,3 +395,81 @@ def test_a_cloud_run_in_json_prints_one_document(tenant):
     run = json.loads(out)
     assert run['result']['finished'] and not run['simulated']
     assert tenant.job_id() in err
+
+
+# -- killed at any record (points 1 to 4) -----------------------------------
+
+def everything_accounted_for(tenant):
+    """No server is left on the cloud, and every server the cloud ever
+    had is one the journal created, or found by its nonce and deleted."""
+    assert tenant.nova.live() == []
+    records = tenant.records()
+    known = {r['server'] for r in records
+             if r['event'] in ('server_create', 'orphan_delete')}
+    assert set(tenant.nova.servers.all) <= known
+
+
+def troubled(tenant):
+    """A run with a boot failure, a hung task and migrations."""
+    tenant.nova.__init__(['small'])
+    tenant.nova.error_flavors.add('small-preemptible')
+    tenant.nova.hang_once.add('t1')
+    for path in (tenant.dir / 'jobs').glob('*'):
+        path.unlink()
+
+
+def test_killed_after_any_record_a_resume_ends_clean(tenant):
+    """SIGKILL after each journal record in turn, then resume: the job
+    ends, and nothing is left that the journal does not account for."""
+    tenant.write_job(policy='policy:\n  hang_factor: 2\n')
+    troubled(tenant)
+    assert tenant.run()[0] == 0
+    total = len(tenant.records())
+    for after in range(1, total):
+        troubled(tenant)
+        assert tenant.run(kill_after=after)[0] == 'killed'
+        done = 'done' in [r['event'] for r in tenant.records()]
+
+        code, out, err = tenant.cli('resume', tenant.job_id(), '--quiet')
+
+        # Killed once done: the resume refuses, and deletes what is left.
+        assert code == (cli.EXIT_INPUT if done else 0), (after, out, err)
+        everything_accounted_for(tenant)
+        assert tenant.results() == ['t1.json', 't2.json', 't3.json'], after
+        events = [r['event'] for r in tenant.records()]
+        assert 'server_preempted' not in events, after
+
+
+def test_a_cancel_killed_after_any_record_is_finished_by_another(tenant):
+    """SIGKILL after each record of a cancel in turn (a copy of the
+    journal and the servers as they were before it each time): a resume
+    refuses the job meanwhile, a second cancel ends it clean."""
+    tenant.write_job(policy=NO_HANG)
+    tenant.nova.hang.update(('t2', 't3'))
+    # Killed once t1 is committed, t2 and t3 running.
+    assert tenant.run(kill_after=8)[0] == 'killed'
+    job_id = tenant.job_id()
+    live = tenant.nova.live()
+    assert live and tenant.results() == ['t1.json']
+    journal = tenant.dir / 'jobs' / (job_id + '.sqlite')
+    saved = journal.read_bytes()
+    for after in range(1, 100):
+        journal.write_bytes(saved)
+        for sid in live:
+            tenant.nova.servers.all[sid].status = 'ACTIVE'
+        if tenant.cli('cancel', job_id, kill_after=after)[0] != 'killed':
+            break
+        # No resume can run the job again meanwhile.
+        code, _, err = tenant.cli('resume', job_id)
+        assert code == cli.EXIT_INPUT and 'cancelled' in err, after
+
+        code, out, err = tenant.cli('cancel', job_id)
+
+        assert code == 0, (after, out, err)
+        everything_accounted_for(tenant)
+        assert tenant.results() == ['t1.json'], after
+        st = status(tenant)
+        assert st['status'] == 'cancelled', after
+        assert st['servers'] == {'preemptible': 0, 'normal': 0}, after
+    else:
+        pytest.fail('the cancel never ended')
