@@ -37,7 +37,7 @@ from opie.bot.sim import backend as sim_backend
 CLOUD_ERRORS = (ks_exceptions.ClientException,
                 nova_exceptions.ClientException)
 # Why a job stops unfinished (the report and status say it).
-HORIZON_REASON = 'horizon: %d deadlines passed' % sim_backend.HORIZON
+HORIZON_REASON = sim_backend.HORIZON_REASON
 # Where the agents commit results: what cancel keeps unless asked.
 RESULTS = 'results/'
 # Consecutive failed polls before the client stops (the job can resume).
