@@ -321,11 +321,22 @@ def _kept_on_error(ctx):
         raise type(exc)('%s (%s kept running)' % (
             exc, _servers(len(ctx.scheduler.fleet.live())))) from None
     except Exception as exc:
+        raise InputError('opie-bot: job %s stopped on an error (%s); %s'
+                         % (ctx.job_id, exc, _stop_after_error(ctx, exc))) \
+            from None
+
+
+def _stop_after_error(ctx, exc):
+    """Delete every server of a client that cannot go on; what became
+    of them, for its one line.  If even that fails (the error may be the
+    cloud's), they are left for ``resume`` or ``cancel``, and said so."""
+    try:
         deleted = ctx.scheduler.stop('client error: %s' % exc)
         ctx.journal.set_meta(status='stopped')
-        raise InputError('opie-bot: job %s stopped on an error (%s); %s '
-                         'deleted' % (ctx.job_id, exc, _servers(deleted))) \
-            from None
+    except Exception as again:
+        return '%s kept running (deleting them failed: %s)' % (
+            _servers(len(ctx.scheduler.fleet.live())), again)
+    return '%s deleted' % _servers(deleted)
 
 
 def _cloud_errors():
