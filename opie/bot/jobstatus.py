@@ -24,9 +24,12 @@ QUEUED, RUNNING, DONE, FAILED = 'queued', 'running', 'done', 'failed'
 REQUEUE = ('task_migrate', 'task_steal', 'resume_guard', 'task_hung')
 
 
-def summarize(job_id, state, started, job, records, now, ended):
+def summarize(job_id, state, started, job, records, now, ended,
+              baseline=True):
     """The status dict of job ``job_id`` in lifecycle ``state``; ``now``
-    is its job time now, ``ended`` whether it has ended for good."""
+    is its job time now, ``ended`` whether it has ended for good;
+    ``baseline``: plan the job to cost it on normal servers only (a
+    planning of the whole job, which ``list`` spares itself)."""
     count = collections.Counter(r['event'] for r in records)
     at = _end_time(records) if ended else now
     # Servers bill until they end, or until now (or the job's end).
@@ -49,7 +52,7 @@ def summarize(job_id, state, started, job, records, now, ended):
                     for m in model.MARKETS},
         'cost': sum(s['cost'] for s in rows),
         'baseline_cost': planner.normal_only(
-            planner.primary_map(job)).expected_cost,
+            planner.primary_map(job)).expected_cost if baseline else None,
         'boot_failures': len(boot_failed),
         'preemptions': len(report.ends(records, 'server_preempted')
                            - boot_failed) + count['server_hibernated'],

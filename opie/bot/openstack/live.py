@@ -181,9 +181,10 @@ def _reopen(jobs_dir, job_id, cloud):
     return journal, meta, job, settings, conn
 
 
-def _state(journal, meta):
+def _state(journal, meta, records=None):
     """The job's :mod:`lifecycle` state, from its journal."""
-    events = {r['event'] for r in journal.records()}
+    events = {r['event'] for r in (journal.records() if records is None
+                                   else records)}
     return lifecycle.state(meta.get('status'), events, journal.driven())
 
 
@@ -398,13 +399,14 @@ def build_report(ctx):
                                                 sim_backend.run))
 
 
-def status(jobs_dir, job_id):
+def status(jobs_dir, job_id, baseline=True):
     """Where a job stands, from its journal alone, at job time now
-    (:mod:`opie.bot.jobstatus`)."""
+    (:mod:`opie.bot.jobstatus`); ``baseline``: with the normal-only
+    plan's cost (a plan of the job: ``list`` does without)."""
     journal, meta, job = _load(jobs_dir, job_id)
     try:
         records = journal.records()
-        state = _state(journal, meta)
+        state = _state(journal, meta, records)
     finally:
         journal.close()
     settings = meta.get('settings') or {}
@@ -412,7 +414,8 @@ def status(jobs_dir, job_id):
                               settings.get('speed', 1.0)).now()
     return jobstatus.summarize(job_id, state, meta.get('t0'), job, records,
                                now, ended=state not in (
-                                   lifecycle.RUNNING, lifecycle.PAUSED))
+                                   lifecycle.RUNNING, lifecycle.PAUSED),
+                               baseline=baseline)
 
 
 def jobs(jobs_dir):
@@ -424,7 +427,8 @@ def jobs(jobs_dir):
         if not name.endswith('.sqlite'):
             continue
         try:
-            out.append(status(jobs_dir, name[:-len('.sqlite')]))
+            out.append(status(jobs_dir, name[:-len('.sqlite')],
+                              baseline=False))
         except ValueError:
             continue
     return sorted(out, key=lambda st: (st['started'] or 0, st['job_id']))

@@ -473,3 +473,15 @@ def test_a_cancel_killed_after_any_record_is_finished_by_another(tenant):
         assert st['servers'] == {'preemptible': 0, 'normal': 0}, after
     else:
         pytest.fail('the cancel never ended')
+
+
+def test_list_shows_each_jobs_state_without_planning_it(tenant):
+    assert tenant.run()[0] == 0
+
+    code, out, err = tenant.cli('list', '-f', 'json')
+
+    assert code == 0, err
+    (st,) = json.loads(out)
+    assert (st['job_id'], st['status'], st['done']) == (
+        tenant.job_id(), 'done', 3)
+    assert st['baseline_cost'] is None
