@@ -4,7 +4,8 @@
 
     running --(client dies)--> paused --(resume)--> running
     running --(all tasks ended)--> done
-    running --(horizon, or resumed past it)--> stopped
+    running --(horizon, resumed past it, or a client error)--> stopped
+    stopped --(resume)--> running    (past the horizon: straight back)
     any ----(cancel)--> cancelled          (a done job stays done)
 
 ``done`` and ``cancelled`` are final: ``resume`` refuses them, since
@@ -27,13 +28,16 @@ class Final(ValueError):
 
 
 def state(saved, events, driven):
-    """The job's state from its saved ``status`` setting, the set of its
-    journal's ``events``, and whether a client drives it now."""
+    """The job's state from its saved ``status`` setting, its journal's
+    ``events`` in order, and whether a client drives it now.  A job
+    stopped by a client's error may be resumed: it stays stopped only if
+    no ``resume`` came after its last ``stop``."""
     if 'done' in events:
         return DONE
     if 'cancelling' in events or saved == CANCELLED:
         return CANCELLED
-    if 'stopped' in events or saved == STOPPED:
+    last = [e for e in events if e in ('stopped', 'resume')][-1:]
+    if last == ['stopped']:
         return STOPPED
     return RUNNING if driven else PAUSED
 

@@ -183,8 +183,8 @@ def _reopen(jobs_dir, job_id, cloud):
 
 def _state(journal, meta, records=None):
     """The job's :mod:`lifecycle` state, from its journal."""
-    events = {r['event'] for r in (journal.records() if records is None
-                                   else records)}
+    events = [r['event'] for r in (journal.records() if records is None
+                                   else records)]
     return lifecycle.state(meta.get('status'), events, journal.driven())
 
 

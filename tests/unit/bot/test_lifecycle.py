@@ -485,3 +485,35 @@ def test_list_shows_each_jobs_state_without_planning_it(tenant):
     assert (st['job_id'], st['status'], st['done']) == (
         tenant.job_id(), 'done', 3)
     assert st['baseline_cost'] is None
+
+
+def test_a_job_stopped_by_a_client_error_resumes_to_its_end(tenant,
+                                                            monkeypatch):
+    from opie.bot.openstack import runner
+    original = runner.AgentRunner.poll_all
+    calls = []
+
+    def poll_all(self):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError('a bug')
+        original(self)
+    monkeypatch.setattr(runner.AgentRunner, 'poll_all', poll_all)
+    assert tenant.run()[0] == cli.EXIT_INPUT
+    assert status(tenant)['status'] == 'stopped'
+
+    code, out, err = tenant.cli('resume', tenant.job_id(), '--quiet')
+
+    assert code == 0, (out, err)
+    assert status(tenant)['status'] == 'done'
+    assert tenant.nova.live() == []
+
+
+def test_a_resumed_job_is_running_again():
+    from opie.bot import lifecycle
+    assert lifecycle.state('stopped', ['plan', 'stopped', 'resume'],
+                           True) == lifecycle.RUNNING
+    assert lifecycle.state('running', ['plan', 'stopped', 'resume'],
+                           False) == lifecycle.PAUSED
+    assert lifecycle.state('stopped', ['plan', 'resume', 'stopped'],
+                           False) == lifecycle.STOPPED
