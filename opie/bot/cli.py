@@ -258,16 +258,17 @@ def _cloud_command(command, args):
     except journal_mod.JournalError as exc:
         # Its last record could not be written: the client stops before
         # acting on it.
-        print('opie-bot: %s; the job\'s servers keep running, opie-bot '
-              'resume (or cancel) JOB_ID once the journal is back'
-              % oneline.escape(str(exc)), file=sys.stderr)
+        print('opie-bot: %s; %s, opie-bot resume (or cancel) JOB_ID once '
+              'the journal is back' % (
+                  oneline.escape(str(exc)),
+                  getattr(exc, 'kept', "the job's servers keep running")),
+              file=sys.stderr)
         return EXIT_CLOUD
     except KeyboardInterrupt as exc:
         # The journal has every step: the job is only paused.
-        print('opie-bot: interrupted; %s keep running, opie-bot resume '
-              '(or cancel) JOB_ID' % (exc.args[0] if exc.args
-                                      else 'the servers'),
-              file=sys.stderr)
+        print('opie-bot: interrupted; %s' % (
+            exc.args[0] if exc.args else "the job's servers keep running: "
+            'opie-bot resume (or cancel) JOB_ID'), file=sys.stderr)
         return EXIT_MISSED
     except ValueError as exc:
         raise InputError(str(exc)) from None
@@ -315,11 +316,13 @@ def _kept_on_error(ctx):
     try:
         yield
     except KeyboardInterrupt:
-        raise KeyboardInterrupt(_servers(len(ctx.scheduler.fleet.live()))) \
-            from None
-    except (journal_mod.JournalError,) + _cloud_errors() as exc:
-        raise type(exc)('%s (%s kept running)' % (
-            exc, _servers(len(ctx.scheduler.fleet.live())))) from None
+        raise KeyboardInterrupt('%s: opie-bot resume (or cancel) %s' % (
+            _kept(ctx), ctx.job_id)) from None
+    except journal_mod.JournalError as exc:
+        exc.kept = _kept(ctx)
+        raise
+    except _cloud_errors() as exc:
+        raise type(exc)('%s (%s)' % (exc, _kept(ctx))) from None
     except Exception as exc:
         raise InputError('opie-bot: job %s stopped on an error (%s); %s'
                          % (ctx.job_id, exc, _stop_after_error(ctx, exc))) \
@@ -337,6 +340,13 @@ def _stop_after_error(ctx, exc):
         return '%s kept running (deleting them failed: %s)' % (
             _servers(len(ctx.scheduler.fleet.live())), again)
     return '%s deleted' % _servers(deleted)
+
+
+def _kept(ctx):
+    """What a client leaves running as it stops, for its one line."""
+    count = len(ctx.scheduler.fleet.live())
+    return "the job's %s %s running" % (_servers(count), 'keeps'
+                                        if count == 1 else 'keep')
 
 
 def _cloud_errors():

@@ -517,3 +517,52 @@ def test_a_resumed_job_is_running_again():
                            False) == lifecycle.PAUSED
     assert lifecycle.state('stopped', ['plan', 'resume', 'stopped'],
                            False) == lifecycle.STOPPED
+
+
+@pytest.mark.parametrize('error, code, text', [
+    (KeyboardInterrupt, cli.EXIT_MISSED, 'interrupted'),
+    (OSError, cli.EXIT_CLOUD, 'giving up for now')])
+def test_a_client_that_cannot_go_on_says_what_keeps_running(
+        tenant, monkeypatch, error, code, text):
+    """Ctrl-C, or a cloud out of reach: nothing can be deleted safely,
+    and the one line says how many servers bill on, and what to run."""
+    from opie.bot.openstack import runner
+    original = runner.AgentRunner.poll_all
+    calls = []
+
+    def poll_all(self):
+        calls.append(1)
+        if len(calls) > 3:
+            raise error('out')
+        original(self)
+    monkeypatch.setattr(runner.AgentRunner, 'poll_all', poll_all)
+    tenant.nova.hang.update(('t1', 't2', 't3'))
+
+    got, out, err = tenant.run()
+
+    assert got == code
+    (line,) = err.strip().splitlines()
+    assert text in line and 'the job\'s 1 server keeps running' in line
+    assert 'resume' in line
+    assert len(tenant.nova.live()) == 1
+
+
+def test_a_journal_that_cannot_be_written_says_what_keeps_running(
+        tenant, monkeypatch):
+    from opie.bot import journal as journal_mod
+    tenant.nova.hang.update(('t1', 't2', 't3'))
+    real = journal_mod.Journal.append
+    count = []
+
+    def append(self, record):
+        count.append(1)
+        if len(count) > 7:
+            raise journal_mod.JournalError('disk full')
+        real(self, record)
+    monkeypatch.setattr(journal_mod.Journal, 'append', append)
+
+    code, _, err = tenant.run()
+
+    assert code == cli.EXIT_CLOUD
+    (line,) = err.strip().splitlines()
+    assert 'disk full' in line and "the job's 1 server keeps running" in line
