@@ -566,3 +566,29 @@ def test_a_journal_that_cannot_be_written_says_what_keeps_running(
     assert code == cli.EXIT_CLOUD
     (line,) = err.strip().splitlines()
     assert 'disk full' in line and "the job's 1 server keeps running" in line
+
+
+def test_killed_while_stopping_at_the_horizon_a_resume_ends_clean(tenant):
+    """SIGKILL after each record of the horizon's stop (its intent, each
+    delete's before and after): a resume creates nothing and deletes
+    what is left."""
+    tenant.write_job(policy=NO_HANG)
+    tenant.nova.hang.update(('t1', 't2', 't3'))
+    assert tenant.run(speed=FAST)[0] == cli.EXIT_MISSED
+    events = [r['event'] for r in tenant.records()]
+    first = events.index('stopped') + 1
+    for after in range(first, len(events) + 1):
+        tenant.nova.__init__(['small'])
+        tenant.nova.hang.update(('t1', 't2', 't3'))
+        for path in (tenant.dir / 'jobs').glob('*'):
+            path.unlink()
+        assert tenant.run(kill_after=after, speed=FAST)[0] == 'killed'
+        created = set(tenant.nova.servers.all)
+
+        code, out, err = tenant.cli('resume', tenant.job_id(), '--quiet')
+
+        assert code == cli.EXIT_MISSED, (after, out, err)
+        assert set(tenant.nova.servers.all) == created, after
+        everything_accounted_for(tenant)
+        assert_billed_as_journalled(tenant)
+        assert status(tenant)['status'] == 'stopped', after
