@@ -4,6 +4,7 @@ import glob
 import json
 import os
 import signal
+import sqlite3
 import time
 
 import yaml
@@ -47,8 +48,11 @@ class Lifecycle(base.BotCloud):
         self.assertEqual([], demo.job_servers(self))
 
     def events(self, job_id):
-        return [(r[2], json.loads(r[3]).get('server'))
-                for r in self.journal_rows(job_id)]
+        try:
+            rows = self.journal_rows(job_id)
+        except sqlite3.OperationalError:
+            return []   # a journal the client has only just created
+        return [(r[2], json.loads(r[3]).get('server')) for r in rows]
 
     def test_a_boot_failure_killed_in_its_delete_is_deleted_on_resume(self):
         client = self.spawn(demo.client_command(self.image, self.job, self.dir,
