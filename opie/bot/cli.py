@@ -12,6 +12,7 @@ lacks something (credentials, endpoint, flavor, image, store), reported
 in one line per problem, never as a traceback.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -24,6 +25,7 @@ from opie.bot import html
 from opie.bot import jobfile
 from opie.bot import journal as journal_mod
 from opie.bot import model
+from opie.bot import paths
 from opie.bot import planner
 from opie.bot import report
 from opie.bot import scenarios
@@ -78,6 +80,9 @@ def cmd_plan(args):
     plan = _load_plan(args)
     base = planner.normal_only(plan)
     job = plan.job
+    if _json(args):
+        _print_json(_plan_dict(plan, base))
+        return 0
     print('job %s: %d tasks, deadline %s, Dspot %s (%s)'
           % (job.name, len(job.tasks), _fmt_time(job.deadline_s),
              _fmt_time(plan.dspot), job.policy.dspot))
@@ -96,6 +101,37 @@ def cmd_plan(args):
     for risk in plan.risks:
         print('risk: %s' % risk)
     return 0
+
+
+def _plan_dict(plan, base):
+    """``plan -f json``: the figures of the text output."""
+    return {
+        'job': plan.job.name, 'tasks': len(plan.job.tasks),
+        'deadline_s': plan.job.deadline_s, 'dspot_s': plan.dspot,
+        'servers': [{'key': s.key, 'flavor': s.flavor.name,
+                     'market': s.market, 'tasks': len(s.tasks),
+                     'finish_s': s.finish, 'expected_cost': s.expected_cost}
+                    for s in plan.servers],
+        'expected_makespan_s': plan.makespan,
+        'expected_cost': plan.expected_cost,
+        'baseline_cost': base.expected_cost,
+        'baseline_within_limits': planner.within_limits(base),
+        'risks': list(plan.risks)}
+
+
+def _json(args):
+    return getattr(args, 'format', 'text') == 'json'
+
+
+def _say(args):
+    """Where a command's informational lines go: stderr when stdout
+    carries JSON, which must stay one document."""
+    stream = sys.stderr if _json(args) else sys.stdout
+    return lambda text: print(text, file=stream, flush=True)
+
+
+def _progress(args):
+    return None if args.quiet or _json(args) else _progress_line
 
 
 def _preemption_args(args, job):
@@ -118,8 +154,16 @@ def _progress_line(snap):
              snap['cost'], snap['slack']), flush=True)
 
 
-def _summary(job, rep, stem, simulated=False):
+def _summary(args, job, rep, stem, simulated=False):
+    """The end of a run, as text or JSON; the exit status."""
     res = rep['result']
+    code = 0 if res['deadline_met'] else EXIT_MISSED
+    if _json(args):
+        _print_json({'job': job.name, 'simulated': simulated,
+                     'result': res, 'counts': rep['counts'],
+                     'misses': rep['misses'], 'report': stem + '.json',
+                     'html': stem + '.html'})
+        return code
     print('%s%s: makespan %s (deadline %s, %s), cost $%.4f vs normal-only '
           '$%.4f (saving %s)' % (
               'simulated cloud: ' if simulated else '',
@@ -130,11 +174,13 @@ def _summary(job, rep, stem, simulated=False):
     for note in rep['misses']:
         print('miss: %s' % note)
     print('report: %s.json, %s.html' % (stem, stem))
-    return 0 if res['deadline_met'] else EXIT_MISSED
+    return code
 
 
 def cmd_run(args):
+    _check_dirs(args)
     if args.backend == 'openstack':
+        _check_store(args.store)
         return _cloud_command(_run_openstack, args)
     given = [option for option, dest in CLOUD_OPTIONS
              if getattr(args, dest) is not None]
@@ -146,28 +192,58 @@ def cmd_run(args):
     plan = _load_plan(args)
     job = plan.job
     kwargs = _preemption_args(args, job)
+    stem = _report_stem(_report_dir(args), '%s-%s-seed%d' % (
+        job.name, args.scenario or 'run', args.seed))
     result = backend.run(plan, seed=args.seed, mode=args.mode,
-                         progress=None if args.quiet else _progress_line,
+                         progress=_progress(args),
                          progress_every=args.progress_every, **kwargs)
     rep = report.build(result, report.baseline(plan, backend.run))
-    stem = _write_report(rep, _report_dir(args), '%s-%s-seed%d' % (
-        job.name, args.scenario or 'run', args.seed))
-    return _summary(job, rep, stem, simulated=True)
+    _write_report(rep, stem)
+    return _summary(args, job, rep, stem, simulated=True)
 
 
 def _report_dir(args):
     return args.report_dir or datadir.reports(args.data_dir)
 
 
-def _write_report(rep, directory, name):
-    """Write ``rep`` as DIRECTORY/NAME.json and .html; return the stem."""
-    os.makedirs(directory, exist_ok=True)
+def _check_dirs(args):
+    """The directories a command writes or reads can be used, or one
+    line naming the option: checked before any work starts."""
+    paths.check_directory('--data-dir', args.data_dir)
+    if getattr(args, 'report_dir', None):
+        paths.check_directory('--report-dir', args.report_dir)
+
+
+def _check_store(url):
+    """A store URL the client can use, before it plans or connects."""
+    if url is None:
+        return
+    from opie.bot.openstack import stores
+    try:
+        stores.file_root(url)
+    except stores.StoreError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _report_stem(directory, name):
+    """DIRECTORY/NAME, whose .json and .html may be written (not links,
+    not directories): checked before the run, so that a run's end is
+    never lost to a path."""
     stem = os.path.join(directory, name)
-    with open(stem + '.json', 'w', encoding='utf-8') as f:
-        json.dump(rep, f, indent=1)
-    with open(stem + '.html', 'w', encoding='utf-8') as f:
-        f.write(html.render(rep))
+    for suffix in REPORT_SUFFIXES:
+        paths.check_file(stem + suffix)
     return stem
+
+
+def _write_report(rep, stem):
+    """Write ``rep`` as STEM.json and STEM.html."""
+    try:
+        os.makedirs(os.path.dirname(stem), exist_ok=True)
+    except OSError as exc:
+        raise paths.PathError('%s: %s' % (os.path.dirname(stem),
+                                          exc.strerror)) from None
+    paths.write_text(stem + '.json', json.dumps(rep, indent=1))
+    paths.write_text(stem + '.html', html.render(rep))
 
 
 def _cloud_command(command, args):
@@ -182,14 +258,17 @@ def _cloud_command(command, args):
     except journal_mod.JournalError as exc:
         # Its last record could not be written: the client stops before
         # acting on it.
-        print('opie-bot: %s; the job\'s servers keep running, opie-bot '
-              'resume (or cancel) JOB_ID once the journal is back'
-              % oneline.escape(str(exc)), file=sys.stderr)
+        print('opie-bot: %s; %s, opie-bot resume (or cancel) JOB_ID once '
+              'the journal is back' % (
+                  oneline.escape(str(exc)),
+                  getattr(exc, 'kept', "the job's servers keep running")),
+              file=sys.stderr)
         return EXIT_CLOUD
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # The journal has every step: the job is only paused.
-        print('opie-bot: interrupted; the servers keep running, '
-              'opie-bot resume (or cancel) JOB_ID', file=sys.stderr)
+        print('opie-bot: interrupted; %s' % (
+            exc.args[0] if exc.args else "the job's servers keep running: "
+            'opie-bot resume (or cancel) JOB_ID'), file=sys.stderr)
         return EXIT_MISSED
     except ValueError as exc:
         raise InputError(str(exc)) from None
@@ -205,12 +284,18 @@ def _settings(live, args):
 
 
 def _drive(live, ctx, args):
-    progress = None if args.quiet else _progress_line
-    finished = live.loop(ctx, progress,
-                         ctx.clock.wall_s(args.progress_every))
+    with _kept_on_error(ctx):
+        finished = live.loop(ctx, _progress(args),
+                             ctx.clock.wall_s(args.progress_every))
     rep = live.build_report(ctx)
-    stem = _write_report(rep, _report_dir(args), ctx.job_id)
-    code = _summary(ctx.plan.job, rep, stem)
+    stem = _report_stem(_report_dir(args), ctx.job_id)
+    _write_report(rep, stem)
+    if ctx.scheduler.stopped:
+        _say(args)('stopped (%s): every server of the job is deleted'
+                   % ctx.scheduler.stopped)
+    code = _summary(args, ctx.plan.job, rep, stem)
+    if _json(args):
+        return code if finished else EXIT_MISSED
     counts = rep['counts']
     print('preemptions %d, migrations %d, checkpoints %d, restores %d, '
           'duplicate runs %d, client resumes %d' % (
@@ -221,38 +306,109 @@ def _drive(live, ctx, args):
     return code if finished else EXIT_MISSED
 
 
+@contextlib.contextmanager
+def _kept_on_error(ctx):
+    """A client that stops on an error it cannot act past (the cloud
+    unreachable, the journal unwritable, Ctrl-C) leaves the job's servers
+    running for a resume: say how many, and why, on the way out.  Any
+    other error is the client's own: every server is deleted first, so
+    nothing bills on for a client that cannot go on."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt('%s: opie-bot resume (or cancel) %s' % (
+            _kept(ctx), ctx.job_id)) from None
+    except journal_mod.JournalError as exc:
+        exc.kept = _kept(ctx)
+        raise
+    except _cloud_errors() as exc:
+        raise type(exc)('%s (%s)' % (exc, _kept(ctx))) from None
+    except Exception as exc:
+        raise InputError('opie-bot: job %s stopped on an error (%s); %s'
+                         % (ctx.job_id, exc, _stop_after_error(ctx, exc))) \
+            from None
+
+
+def _stop_after_error(ctx, exc):
+    """Delete every server of a client that cannot go on; what became
+    of them, for its one line.  If even that fails (the error may be the
+    cloud's), they are left for ``resume`` or ``cancel``, and said so."""
+    try:
+        deleted = ctx.scheduler.stop('client error: %s' % exc)
+        ctx.journal.set_meta(status='stopped')
+    except Exception as again:
+        return '%s kept running (deleting them failed: %s)' % (
+            _servers(len(ctx.scheduler.fleet.live())), again)
+    return '%s deleted' % _servers(deleted)
+
+
+def _kept(ctx):
+    """What a client leaves running as it stops, for its one line."""
+    count = len(ctx.scheduler.fleet.live())
+    return "the job's %s %s running" % (_servers(count), 'keeps'
+                                        if count == 1 else 'keep')
+
+
+def _cloud_errors():
+    from opie.bot.openstack import live
+    return (live.CloudError,)
+
+
+def _servers(count):
+    return '%d server%s' % (count, '' if count == 1 else 's')
+
+
 def _run_openstack(live, args):
     plan = _load_plan(args)
     ctx = live.start(plan, args.job, _settings(live, args),
-                     datadir.jobs(args.data_dir))
+                     datadir.jobs(args.data_dir), _say(args))
     return _drive(live, ctx, args)
 
 
 def cmd_resume(args):
+    _check_dirs(args)
+
     def resume(live, args):
         ctx = live.resume(datadir.jobs(args.data_dir), args.job_id,
                           args.os_cloud)
-        print('job %s resumed' % ctx.job_id, flush=True)
+        _say(args)('job %s resumed' % ctx.job_id)
         return _drive(live, ctx, args)
     return _cloud_command(resume, args)
 
 
 def cmd_status(args):
+    _check_dirs(args)
+
     def status(live, args):
         st = live.status(datadir.jobs(args.data_dir), args.job_id)
         if args.format == 'json':
             _print_json(st)
             return 0
-        print('job %s: %s, %d/%d tasks done at %s of job time' % (
-            st['job_id'], _state(st), st['done'], st['tasks'],
-            _fmt_time(st['t'])))
-        print('live servers: %d preemptible, %d normal; preemptions %d, '
-              'migrations %d, duplicate runs %d' % (
-                  st['servers'][model.PREEMPTIBLE],
-                  st['servers'][model.NORMAL], st['preemptions'],
-                  st['migrations'], st['duplicate_runs']))
+        _status_lines(st)
         return 0
     return _cloud_command(status, args)
+
+
+def _status_lines(st):
+    """The status a tenant reads at a glance: time, tasks, servers,
+    cost."""
+    by = st['tasks_by_state']
+    print('job %s: %s' % (st['job_id'], _state(st)))
+    print('time: elapsed %s, deadline %s, ETA %s' % (
+        _fmt_time(st['elapsed_s']), _fmt_time(st['deadline_s']),
+        'n/a' if st['eta_s'] is None else '%s (%s)' % (
+            _fmt_time(st['eta_s']), 'met' if st['eta_s'] <= st['deadline_s']
+            else 'LATE')))
+    print('tasks: %d: queued %d, running %d, done %d, failed %d' % (
+        st['tasks'], by['queued'], by['running'], by['done'],
+        by['failed']))
+    print('live servers: %d preemptible, %d normal; preemptions %d, boot '
+          'failures %d, migrations %d, duplicate runs %d' % (
+              st['servers'][model.PREEMPTIBLE], st['servers'][model.NORMAL],
+              st['preemptions'], st['boot_failures'], st['migrations'],
+              st['duplicate_runs']))
+    print('cost so far: $%.4f (normal-only plan $%.4f)' % (
+        st['cost'], st['baseline_cost']))
 
 
 def _state(st):
@@ -263,6 +419,8 @@ def _state(st):
 
 
 def cmd_list(args):
+    _check_dirs(args)
+
     def list_(live, args):
         found = live.jobs(datadir.jobs(args.data_dir))
         if args.format == 'json':
@@ -287,17 +445,24 @@ def _print_json(value):
 
 
 def cmd_cancel(args):
+    _check_dirs(args)
+
     def cancel(live, args):
-        kept = live.cancel(datadir.jobs(args.data_dir), args.job_id,
-                           args.os_cloud)
+        kept, state = live.cancel(datadir.jobs(args.data_dir), args.job_id,
+                                  args.os_cloud, args.delete_results)
+        objects = ('its objects are deleted, results too'
+                   if args.delete_results else
+                   'its results are kept (opie-bot cancel %s '
+                   '--delete-results deletes them)' % args.job_id)
+        head = ('job %s was done: its leftovers are deleted'
+                if state == 'done' else 'job %s cancelled') % args.job_id
         if kept:
-            message = ('job %s cancelled, but %d of its servers were left '
-                       'alone because their job tag was removed: %s' % (
-                           args.job_id, len(kept), ', '.join(kept)))
+            message = ('%s, but %d of its servers were left alone because '
+                       'their job tag was removed: %s; %s' % (
+                           head, len(kept), ', '.join(kept), objects))
             print(oneline.escape(message), file=sys.stderr)
             return EXIT_MISSED
-        print('job %s cancelled: its servers and objects are deleted'
-              % args.job_id)
+        print('%s: its servers are deleted; %s' % (head, objects))
         return 0
     return _cloud_command(cancel, args)
 
@@ -313,11 +478,11 @@ def cmd_demo(args):
 
 
 def cmd_sim(args):
-    plan = _load_plan(args)
     try:
         chosen = scenarios.parse_list(args.scenarios)
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    plan = _load_plan(args)
 
     def simulate(p, sc, seed):
         return backend.run(p, kh=sc.kh, kr=sc.kr, seed=seed, mode=args.mode)
@@ -325,10 +490,16 @@ def cmd_sim(args):
     cells = stats.run_cells(plan, chosen, args.seeds, simulate)
     base = report.baseline(plan, backend.run)['cost']
     header, body = stats.rows(cells, base)
+    code = EXIT_MISSED if any(c.misses for c in cells) else 0
+    if _json(args):
+        _print_json({'job': plan.job.name, 'mode': args.mode,
+                     'seeds': args.seeds, 'baseline_cost': base,
+                     'rows': [dict(zip(header, row)) for row in body]})
+        return code
     print('%s, %s mode, %d seeds; normal-only baseline $%.3f; mean '
           '[P10-P90]' % (plan.job.name, args.mode, args.seeds, base))
     print(stats.text_table(header, body))
-    return EXIT_MISSED if any(c.misses for c in cells) else 0
+    return code
 
 
 def _limit_options(parser):
@@ -339,6 +510,7 @@ def _limit_options(parser):
                         help='with --normal-limit: the total normal limit')
 
 
+REPORT_SUFFIXES = ('.json', '.html')
 # Far beyond any sensible poll interval, speed or expected preemptions.
 MAX_OPTION = 1e6
 # run's options of the openstack backend: (option, attribute).
@@ -427,6 +599,7 @@ def parser():
 
     sp = sub.add_parser('plan', help='Dspot, primary map, expected cost')
     sp.add_argument('job')
+    _format_option(sp)
     sp.set_defaults(func=cmd_plan)
 
     sp = sub.add_parser('run', help='run a job, with progress and a report')
@@ -450,6 +623,7 @@ def parser():
     sp.add_argument('--progress-every', type=_interval, default=120.0,
                     metavar='SECONDS', help='simulated seconds per line')
     sp.add_argument('--quiet', action='store_true')
+    _format_option(sp)
     _limit_options(sp)
     _cloud_options(sp)
     _data_dir_option(sp)
@@ -458,16 +632,21 @@ def parser():
     for name, func, text in (
             ('resume', cmd_resume, 'continue a job whose client died'),
             ('status', cmd_status, 'where a job on a cloud stands'),
-            ('cancel', cmd_cancel, "delete a job's servers and objects")):
+            ('cancel', cmd_cancel, "delete a job's servers (and objects "
+             "but its results)")):
         sp = sub.add_parser(name, help=text)
         sp.add_argument('job_id')
         _data_dir_option(sp)
-        if name == 'status':
+        if name in ('status', 'resume'):
             _format_option(sp)
-        else:
+        if name != 'status':
             sp.add_argument('--os-cloud', metavar='NAME',
                             help='override the cloud the job was started '
                             'on')
+        if name == 'cancel':
+            sp.add_argument('--delete-results', action='store_true',
+                            help='delete the committed results too '
+                            '(kept by default)')
         if name == 'resume':
             sp.add_argument('--report-dir', metavar='DIR',
                             help='where the report goes (default: '
@@ -496,6 +675,7 @@ def parser():
         text, 1, schema.MAX_COUNT, kind=int), default=10)
     sp.add_argument('--mode', choices=preemption.MODES,
                     default=preemption.HIBERNATE)
+    _format_option(sp)
     _limit_options(sp)
     sp.set_defaults(func=cmd_sim)
     return p
@@ -508,6 +688,9 @@ def main(argv=None):
     except InputError as exc:
         for problem in exc.problems:
             print(oneline.escape(problem), file=sys.stderr)
+        return EXIT_INPUT
+    except paths.PathError as exc:
+        print(oneline.escape(str(exc)), file=sys.stderr)
         return EXIT_INPUT
     except BrokenPipeError:
         # The reader (``| head``) has all it wanted: stop quietly, and

@@ -52,6 +52,11 @@ class Policy:
     checkpoints: str = 'interior'
     dump_base_s: float = 12.99
     dump_per_mb_s: float = 0.022
+    # On a cloud, a run still going after hang_factor times its estimate
+    # is hung: its server is deleted and it runs elsewhere, at most
+    # hang_retries times more, then fails (see opie.bot.scheduler).
+    hang_factor: float = 3.0
+    hang_retries: int = 1
 
 
 @dataclasses.dataclass(frozen=True)

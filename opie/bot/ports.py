@@ -14,6 +14,7 @@ ACTIVE = 'active'            # booted, ready to run tasks
 HIBERNATED = 'hibernated'    # frozen by the provider, may resume
 RESUMED = 'resumed'          # back from hibernation, tasks continue
 TERMINATED = 'terminated'    # preempted for good (OPIE deletes or shelves)
+BOOT_FAILED = 'boot_failed'  # never booted (ERROR): lost, not preempted
 
 FINISHED = 'finished'        # the only event a Runner reports
 

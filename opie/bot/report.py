@@ -13,6 +13,9 @@ from opie.bot import model
 from opie.bot import planner
 
 _EPS = 1e-9
+# The records that end a server's bill: deleted by the client (scheduler
+# or cancel), lost to a preemption, or failed to boot.
+SERVER_ENDS = ('server_delete', 'server_preempted', 'server_boot_failed')
 
 
 def billed_seconds(created, ended, hibernated_s):
@@ -41,10 +44,10 @@ def servers(records, end_time):
             s['hibernations'].append([r['t'], None])
         elif ev == 'server_resumed':
             s['hibernations'][-1][1] = r['t']
-        elif ev in ('server_delete', 'server_preempted') \
-                and s['ended'] is None:
+        elif ev in SERVER_ENDS and s['ended'] is None:
             s['ended'] = r['t']
-            s['end_reason'] = r.get('reason', 'preempted')
+            s['end_reason'] = r.get('reason', 'boot failed' if ev ==
+                                    'server_boot_failed' else 'preempted')
     for s in out.values():
         ended = s['ended'] if s['ended'] is not None else end_time
         for span in s['hibernations']:
@@ -55,6 +58,11 @@ def servers(records, end_time):
         s['billed_s'] = billed_seconds(s['created'], ended, frozen)
         s['cost'] = s['billed_s'] * s['price_h'] / 3600.0
     return list(out.values())
+
+
+def ends(records, event):
+    """The servers with an ``event`` record."""
+    return {r['server'] for r in records if r['event'] == event}
 
 
 def segments(records):
@@ -113,6 +121,10 @@ def _explain_misses(records, deadline, finish):
                    if r['limits'] else 'no normal server is fast enough')
             notes.append('t=%.0f s: normal servers alone could no longer '
                          'end the job by the deadline (%s)' % (r['t'], why))
+        elif r['event'] == 'stopped':
+            notes.append('t=%.0f s: the client stopped (%s) and deleted '
+                         'the %d servers still live' % (
+                             r['t'], r['reason'], r['servers']))
         elif r['event'] == 'stranded':
             notes.append('t=%.0f s: task %s stranded: no server and no '
                          'normal server allowed' % (r['t'], r['task']))
@@ -180,10 +192,12 @@ def build(result, baseline=None):
                                      if e['event'] != 'resume'),
             'servers_hibernated': count.get('server_hibernated', 0),
             # A server that failed to boot (no room) is lost as one that
-            # was preempted, but is no preemption.
-            'servers_terminated': count.get('server_preempted', 0)
-            - count.get('server_error', 0),
-            'boot_failures': count.get('server_error', 0),
+            # was preempted, but is no preemption (older journals wrote
+            # it as server_error, then server_preempted).
+            'servers_terminated': len(ends(records, 'server_preempted')
+                                      - ends(records, 'server_error')),
+            'boot_failures': len(ends(records, 'server_error')
+                                 | ends(records, 'server_boot_failed')),
             'resumes_before_mtt': sum(
                 1 for r in records if r['event'] == 'server_resumed'
                 and r['before_mtt']),

@@ -20,17 +20,22 @@ TABLE8 = {s.name: s for s in (
 
 
 def parse_list(text):
-    """``sc1..sc7``, ``sc1,sc3`` or ``all`` into scenario objects."""
+    """``sc1..sc7``, ``sc1,sc3`` or ``all`` into scenario objects; a
+    reversed range (``sc7..sc1``) or an empty list is an error, not an
+    empty table."""
     names = []
+    keys = list(TABLE8)
     for part in text.split(','):
         part = part.strip()
         if part == 'all':
             names.extend(TABLE8)
         elif '..' in part:
-            first, last = part.split('..')
-            keys = list(TABLE8)
+            first, _, last = part.partition('..')
             if first not in TABLE8 or last not in TABLE8:
                 raise ValueError('unknown scenario range %r' % part)
+            if keys.index(first) > keys.index(last):
+                raise ValueError('scenario range %r is reversed (write '
+                                 '%s..%s)' % (part, last, first))
             names.extend(keys[keys.index(first):keys.index(last) + 1])
         elif part in TABLE8:
             names.append(part)

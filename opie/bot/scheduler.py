@@ -47,6 +47,7 @@ import bisect
 import math
 
 from opie.bot import fleet as fleet_mod
+from opie.bot import hangs as hangs_mod
 from opie.bot import model
 from opie.bot import placement
 from opie.bot import ports
@@ -79,7 +80,7 @@ class Adopted:
 
 class Scheduler:
     def __init__(self, plan, clock, cloud, runner, checkpoints, journal,
-                 on_done=None, drop_at_mtt=False):
+                 on_done=None, drop_at_mtt=False, watch_hangs=False):
         self.job = plan.job
         self.plan = plan
         self.clock = clock
@@ -95,6 +96,7 @@ class Scheduler:
         self.done = set()
         self.stranded = []
         self.finished = False
+        self.stopped = None
         self._new_normal = 0
         self.drop_at_mtt = drop_at_mtt
         self.taken_over = False
@@ -105,6 +107,7 @@ class Scheduler:
         self._hopeless = False
         self._hopeless_left = 0
         self._ends = {}     # normal server id -> (version, when, its end)
+        self.hangs = hangs_mod.Hangs(self) if watch_hangs else None
         cloud.watch(self._server_event)
         runner.watch(self._task_event)
 
@@ -157,7 +160,8 @@ class Scheduler:
                               sorted(ps.tasks, key=lambda x: x[1])]
         self._watch()
 
-    def adopt(self, servers, done, new_normal, taken_over=False):
+    def adopt(self, servers, done, new_normal, taken_over=False,
+              stop=None):
         """Continue the job of a killed client.
 
         ``servers`` (:class:`Adopted`) are the servers the journal and the
@@ -169,7 +173,9 @@ class Scheduler:
         client died: they go through Alg. 6 again, as if their server had
         just been lost.  A job the take-over had handed to normal servers
         (``taken_over``) is handed over again at once, so that no
-        preemptible server runs any of it again.
+        preemptible server runs any of it again.  With a ``stop`` reason
+        (the job is past its horizon) nothing is placed or created: every
+        server is deleted (:meth:`stop`).
         """
         self.done = set(done)
         for task_id in self.done:
@@ -186,6 +192,7 @@ class Scheduler:
                 run = self.fleet.run_for(task_id, a.flavor, a.market, saved)
                 server.running[task_id] = fleet_mod.Running(run, started)
                 running.add(task_id)
+                self._watch_run(server, task_id)
             server.state = (fleet_mod.BUSY if server.running and a.active
                             else fleet_mod.IDLE if a.active
                             else fleet_mod.BOOTING)
@@ -196,6 +203,9 @@ class Scheduler:
         if len(self.done) == len(self.fleet.tasks):
             self._finish()
             return
+        if stop is not None:
+            self.stop(stop)
+            return
         if taken_over:
             plan = takeover.plan(self.fleet, self.now(), self._at_risk())
             if plan.finish != math.inf:
@@ -204,6 +214,52 @@ class Scheduler:
         self._migrate(pending, None)
         for server in self.fleet.in_state(fleet_mod.IDLE):
             self._became_idle(server)
+        self._watch()
+
+    def stop(self, reason):
+        """End the job unfinished: journal why, then delete every live
+        server (each delete journalled before and after), so nothing
+        bills on after the client.  The number deleted."""
+        self.stopped = reason
+        live = self.fleet.live()
+        self._log('stopped', reason=reason, servers=len(live))
+        self._keep(None)
+        for server in live:
+            for task_id in server.running:
+                self.runner.kill(server.id, task_id)
+            server.running.clear()
+            server.waiting = []
+            self._delete(server, reason)
+        return len(live)
+
+    def _watch_run(self, server, task_id):
+        if self.hangs is not None:
+            self.hangs.watch(server, task_id)
+
+    def hung(self, server, task_id, failed):
+        """A run of ``task_id`` outlived its bound (:mod:`hangs`): its
+        server is deleted, its other tasks move as from a lost server, and
+        the task runs elsewhere, or, if ``failed``, ends as failed."""
+        self.runner.kill(server.id, task_id)
+        del server.running[task_id]
+        self._log('task_hung', task=task_id, server=server.id,
+                  failed=failed)
+        queue = server.queue()
+        for other in server.running:
+            self.runner.kill(server.id, other)
+        server.running.clear()
+        server.waiting = []
+        self._delete(server, 'task %s hung' % task_id)
+        if failed:
+            self._log('task_failed', task=task_id, reason='hung',
+                      exit_status=None)
+            self._ended(task_id, None)
+            if self.finished:
+                return
+        else:
+            queue.insert(0, task_id)
+        self._migrate(queue, server)
+        self._recheck_mtt()
         self._watch()
 
     def _finish(self):
@@ -233,7 +289,8 @@ class Scheduler:
         handler = {ports.ACTIVE: self._on_active,
                    ports.HIBERNATED: self._on_hibernated,
                    ports.RESUMED: self._on_resumed,
-                   ports.TERMINATED: self._on_terminated}[event.kind]
+                   ports.TERMINATED: self._on_terminated,
+                   ports.BOOT_FAILED: self._on_boot_failed}[event.kind]
         handler(server)
         self._watch()
 
@@ -245,16 +302,22 @@ class Scheduler:
             return
         del server.running[event.task_id]
         server.changed()
-        self.done.add(event.task_id)
-        self.fleet.saved[event.task_id] = 1.0
-        self._log('task_finish', task=event.task_id, server=server.id)
-        if len(self.done) == len(self.fleet.tasks):
-            self._finish()
+        self._ended(event.task_id, server.id)
+        if self.finished:
             return
         self._dispatch(server)
         if not server.running and not server.waiting:
             self._became_idle(server)
         self._watch(progress=True)
+
+    def _ended(self, task_id, server_id):
+        """``task_id`` will not run again (committed, or failed); the
+        job is done with its last task."""
+        self.done.add(task_id)
+        self.fleet.saved[task_id] = 1.0
+        self._log('task_finish', task=task_id, server=server_id)
+        if len(self.done) == len(self.fleet.tasks):
+            self._finish()
 
     def _on_active(self, server):
         server.active = True
@@ -352,13 +415,19 @@ class Scheduler:
         else:
             server.state = fleet_mod.BOOTING
 
-    def _on_terminated(self, server):
+    def _on_boot_failed(self, server):
+        """A server that never booted (ERROR) is lost like a preempted
+        one, but journalled as what it is: the cloud deleted it for no
+        one, and the tenant reads boot failures apart from preemptions."""
+        self._on_terminated(server, 'server_boot_failed')
+
+    def _on_terminated(self, server, event='server_preempted'):
         self._cancel(server)
         server.end(self.now())
         queue = server.queue()
         server.running.clear()
         server.waiting = []
-        self._log('server_preempted', server=server.id, tasks=len(queue))
+        self._log(event, server=server.id, tasks=len(queue))
         self._migrate(queue, server)
         self._recheck_mtt()
 
@@ -381,6 +450,7 @@ class Scheduler:
             server.changed()
             self._log('task_start', task=task_id, server=server.id,
                       saved=run.start, wall=run.wall_s)
+            self._watch_run(server, task_id)
 
     def _became_idle(self, server):
         server.state = fleet_mod.IDLE

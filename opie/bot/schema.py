@@ -72,6 +72,10 @@ SCHEMA = {
                 'checkpoints': {'enum': ['interior', 'paper']},
                 'dump_base_s': _POS,
                 'dump_per_mb_s': _NONNEG,
+                'hang_factor': {'type': 'number', 'minimum': 1,
+                                'maximum': 1000},
+                'hang_retries': {'type': 'integer', 'minimum': 0,
+                                 'maximum': 100},
             },
         },
         'flavors': {

@@ -22,7 +22,8 @@ from novaclient import exceptions as nova_exceptions
 from opie import clouds
 from opie.bot import jobfile
 from opie.bot import journal as journal_mod
-from opie.bot import model
+from opie.bot import jobstatus
+from opie.bot import lifecycle
 from opie.bot import planner
 from opie.bot import report
 from opie.bot import scheduler as scheduler_mod
@@ -35,6 +36,10 @@ from opie.bot.sim import backend as sim_backend
 
 CLOUD_ERRORS = (ks_exceptions.ClientException,
                 nova_exceptions.ClientException)
+# Why a job stops unfinished (the report and status say it).
+HORIZON_REASON = sim_backend.HORIZON_REASON
+# Where the agents commit results: what cancel keeps unless asked.
+RESULTS = 'results/'
 # Consecutive failed polls before the client stops (the job can resume).
 MAX_FAILED_POLLS = 20
 
@@ -90,7 +95,7 @@ class Job:
         self.checkpoints = runner_mod.AgentCheckpoints(self.store)
         self.scheduler = scheduler_mod.Scheduler(
             plan, self.clock, self.cloud, self.runner, self.checkpoints,
-            journal, drop_at_mtt=True)
+            journal, drop_at_mtt=True, watch_hangs=True)
 
 
 def _connect(settings, journal=None):
@@ -114,7 +119,7 @@ def _guard(call, *args):
         raise CloudError(errors.describe(exc)) from None
 
 
-def start(plan, job_path, settings, jobs_dir):
+def start(plan, job_path, settings, jobs_dir, say=print):
     """Validate against the cloud, then create the journal and start."""
     with open(job_path, encoding='utf-8') as f:
         source = f.read()
@@ -138,7 +143,7 @@ def start(plan, job_path, settings, jobs_dir):
     journal.set_meta(job_id=job_id, job_source=source, job_path=job_path,
                      settings=dataclasses.asdict(settings), t0=t0,
                      status='running')
-    print('job %s: journal %s' % (job_id, path), flush=True)
+    say('job %s: journal %s' % (job_id, path))
     _guard(ctx.scheduler.start)
     return ctx
 
@@ -176,27 +181,62 @@ def _reopen(jobs_dir, job_id, cloud):
     return journal, meta, job, settings, conn
 
 
+def _state(journal, meta, records=None):
+    """The job's :mod:`lifecycle` state, from its journal."""
+    events = [r['event'] for r in (journal.records() if records is None
+                                   else records)]
+    return lifecycle.state(meta.get('status'), events, journal.driven())
+
+
 def resume(jobs_dir, job_id, cloud=None):
     journal, meta, job, settings, conn = _reopen(jobs_dir, job_id, cloud)
+    state = _state(journal, meta)
+    if state in lifecycle.FINAL:
+        try:
+            _refuse(journal, meta, job, settings, conn, state)
+        finally:
+            journal.close()
     plan = planner.primary_map(job)
     ctx = _guard(Job, journal, plan, settings, job_id, meta['t0'], conn)
     _guard(_adopt, ctx, job)
     return ctx
 
 
+def _refuse(journal, meta, job, settings, conn, state):
+    """A done or cancelled job is not run again; but servers its
+    journal shows still billing (the client died right after the job's
+    end, or during a cancel) serve nothing: they are deleted first."""
+    ended = []
+    if _leftovers(journal.records()):
+        clock = clock_mod.RealClock(meta['t0'], settings.speed)
+        _, ended = _delete_servers(journal, meta['job_id'], job, conn,
+                                   settings, clock, 'left over by a client '
+                                   'killed when the job was %s' % state)
+    try:
+        lifecycle.check_resumable(meta['job_id'], state)
+    except lifecycle.Final as exc:
+        if ended:
+            raise lifecycle.Final('%s; the %d server(s) a killed client '
+                                  'left running are deleted'
+                                  % (exc, len(ended))) from None
+        raise
+
+
 def _adopt(ctx, job):
     records = ctx.journal.records()
     now = ctx.clock.now()
     created, intents = _owned(records)
-    gone, active, deleting = set(), set(), set()
+    gone, active, deleting, errored = set(), set(), set(), set()
     started, finished = {}, set()
     attempts = collections.Counter()
     for r in records:
         ev = r['event']
         if ev == 'task_finish':
             finished.add(r['task'])
-        elif ev in ('server_delete', 'server_preempted'):
+        elif ev in report.SERVER_ENDS:
             gone.add(r['server'])
+        elif ev == 'server_error':
+            errored.add(r['server'])
         elif ev == 'server_active':
             active.add(r['server'])
         elif ev == 'server_deleting':
@@ -205,7 +245,7 @@ def _adopt(ctx, job):
             started[(r['task'], r['server'])] = r['t']
             attempts[r['task']] += 1
     cloud, runner = ctx.cloud, ctx.runner
-    for sid in sorted(deleting & created.keys()):
+    for sid in sorted((deleting | errored) & created.keys()):
         # Deleted, or about to be, when the client died: again, as the
         # call may never have reached Nova (a server in ERROR is both
         # lost to the job and still there).
@@ -213,8 +253,11 @@ def _adopt(ctx, job):
                     nova.BUILD)
         cloud.delete_server(sid)
         if sid not in gone:
-            ctx.journal.append({'t': now, 'event': 'server_delete',
-                                'server': sid, 'reason': 'resumed delete'})
+            ctx.journal.append(
+                {'t': now, 'event': 'server_boot_failed', 'server': sid,
+                 'tasks': 0} if sid in errored else
+                {'t': now, 'event': 'server_delete', 'server': sid,
+                 'reason': 'resumed delete'})
             gone.add(sid)
     for sid, key in cloud.orphans(intents, created):
         cloud.adopt(sid, scheduler_mod.server_name(job, key), nova.BUILD)
@@ -222,7 +265,12 @@ def _adopt(ctx, job):
         ctx.journal.append({'t': now, 'event': 'orphan_delete',
                             'server': sid})
     runner.attempts.update(attempts)
-    done = runner.results()
+    ctx.scheduler.hangs.count.update(
+        r['task'] for r in records if r['event'] == 'task_hung')
+    # A task failed for hanging has no result, and is over all the same.
+    done = runner.results() | {
+        r['task'] for r in records
+        if r['event'] == 'task_failed' and r.get('reason') == 'hung'}
     _journal_finished_while_away(ctx, created, done - finished, now)
     adopted = []
     for sid, r in created.items():
@@ -240,7 +288,9 @@ def _adopt(ctx, job):
     new_normal = max([int(r['key'][1:]) for r in created.values()
                       if r['key'].startswith('m')] or [0])
     taken_over = any(r['event'] == 'take_over' for r in records)
-    ctx.scheduler.adopt(adopted, done, new_normal, taken_over)
+    ctx.scheduler.adopt(adopted, done, new_normal, taken_over,
+                        stop=HORIZON_REASON if now >= _horizon(ctx)
+                        else None)
     ctx.resumed = True
 
 
@@ -279,14 +329,22 @@ def _journal_finished_while_away(ctx, created, tasks, now):
                             'while_away': True})
 
 
+def _horizon(ctx):
+    """When the client gives up on the job: no run that long can still
+    be of use, and every hour past it would be billed for nothing."""
+    return sim_backend.HORIZON * ctx.plan.job.deadline_s
+
+
 def loop(ctx, progress=None, progress_every_s=10.0):
-    """Drive the job until it is done; True if it finished."""
+    """Drive the job until it is done, or until its horizon, when every
+    server is deleted (:meth:`Scheduler.stop`); True if it finished."""
     sched = ctx.scheduler
     full = getattr(ctx, 'resumed', False)
     failures = 0
     next_line = time.monotonic()
-    horizon = sim_backend.HORIZON * ctx.plan.job.deadline_s
-    while not sched.finished and ctx.clock.now() < horizon:
+    horizon = _horizon(ctx)
+    while not sched.finished and not sched.stopped and \
+            ctx.clock.now() < horizon:
         try:
             ctx.cloud.poll(full=full)
             full = False
@@ -303,7 +361,10 @@ def loop(ctx, progress=None, progress_every_s=10.0):
             progress(sched.snapshot())
             next_line += progress_every_s
         time.sleep(ctx.settings.poll_s)
-    ctx.journal.set_meta(status='done' if sched.finished else 'stopped')
+    if not sched.finished and not sched.stopped:
+        _guard(sched.stop, HORIZON_REASON)
+    ctx.journal.set_meta(status=lifecycle.DONE if sched.finished
+                         else lifecycle.STOPPED)
     return sched.finished
 
 
@@ -338,32 +399,23 @@ def build_report(ctx):
                                                 sim_backend.run))
 
 
-def status(jobs_dir, job_id):
-    """A summary of a job from its journal alone."""
+def status(jobs_dir, job_id, baseline=True):
+    """Where a job stands, from its journal alone, at job time now
+    (:mod:`opie.bot.jobstatus`); ``baseline``: with the normal-only
+    plan's cost (a plan of the job: ``list`` does without)."""
     journal, meta, job = _load(jobs_dir, job_id)
-    records = journal.records()
-    count = collections.Counter(r['event'] for r in records)
-    live = {r['server'] for r in records if r['event'] == 'server_create'}
-    live -= {r['server'] for r in records
-             if r['event'] in ('server_delete', 'server_preempted')}
-    markets = collections.Counter(
-        r['market'] for r in records
-        if r['event'] == 'server_create' and r['server'] in live)
-    done = {r['task'] for r in records if r['event'] == 'task_finish'}
-    state = meta.get('status')
-    if state == 'running' and not journal.driven():
-        state = 'paused'
-    journal.close()
-    return {'job_id': job_id, 'status': state,
-            'started': meta.get('t0'),
-            'tasks': len(job.tasks), 'done': len(done),
-            'servers': {m: markets.get(m, 0) for m in model.MARKETS},
-            'preemptions': count['server_preempted']
-            + count['server_hibernated'],
-            'migrations': count['task_migrate'],
-            'duplicate_runs': count['task_duplicate'],
-            'last_event': records[-1]['event'] if records else None,
-            't': records[-1]['t'] if records else 0.0}
+    try:
+        records = journal.records()
+        state = _state(journal, meta, records)
+    finally:
+        journal.close()
+    settings = meta.get('settings') or {}
+    now = clock_mod.RealClock(meta.get('t0', 0.0),
+                              settings.get('speed', 1.0)).now()
+    return jobstatus.summarize(job_id, state, meta.get('t0'), job, records,
+                               now, ended=state not in (
+                                   lifecycle.RUNNING, lifecycle.PAUSED),
+                               baseline=baseline)
 
 
 def jobs(jobs_dir):
@@ -375,16 +427,23 @@ def jobs(jobs_dir):
         if not name.endswith('.sqlite'):
             continue
         try:
-            out.append(status(jobs_dir, name[:-len('.sqlite')]))
+            out.append(status(jobs_dir, name[:-len('.sqlite')],
+                              baseline=False))
         except ValueError:
             continue
     return sorted(out, key=lambda st: (st['started'] or 0, st['job_id']))
 
 
-def cancel(jobs_dir, job_id, cloud=None):
+def cancel(jobs_dir, job_id, cloud=None, delete_results=False):
     """Delete the servers the journal shows the job created, and its
-    objects; journal it.  The ids of servers left alone because someone
-    removed their job tag."""
+    objects but its results (those too if ``delete_results``); journal
+    each step.  (ids of servers left alone because someone removed their
+    job tag, the job's state after the cancel).
+
+    The intent is journalled first (``cancelling``): a cancel killed
+    half-way leaves a job no ``resume`` runs again, and a second cancel
+    finishes it.  A done job stays done: only its leftovers go.
+    """
     journal, meta, job, settings, conn = _reopen(jobs_dir, job_id, cloud)
     clock = clock_mod.RealClock(meta['t0'], settings.speed)
     try:
@@ -392,16 +451,60 @@ def cancel(jobs_dir, job_id, cloud=None):
                                      create=False)
     except stores.StoreError as exc:
         raise CloudError(str(exc)) from None
+    final = lifecycle.DONE if _state(journal, meta) == lifecycle.DONE \
+        else lifecycle.CANCELLED
+    journal.append({'t': clock.now(), 'event': 'cancelling',
+                    'delete_results': delete_results})
+    kept, _ = _delete_servers(journal, job_id, job, conn, settings, clock,
+                              'cancel')
+    if delete_results:
+        _guard(store.destroy)
+    else:
+        _guard(_delete_scratch, store)
+    journal.append({'t': clock.now(), 'event': 'cancelled', 'kept': kept,
+                    'results_kept': not delete_results})
+    journal.set_meta(status=final)
+    return kept, final
+
+
+def _delete_servers(journal, job_id, job, conn, settings, clock, reason):
+    """Delete every server the journal shows the job created (and any
+    its nonce shows a cut-short create made), each journalled before and
+    after; (ids left alone because their job tag was removed, ids whose
+    bill this ended)."""
     cloud_ = nova.NovaCloud(conn, job_id, settings.image, settings.network,
                             journal, clock, None)
-    created, intents = _owned(journal.records())
+    records = journal.records()
+    created, intents = _owned(records)
     for sid, r in created.items():
         cloud_.adopt(sid, scheduler_mod.server_name(job, r['key']),
                      nova.BUILD)
     for sid, key in _guard(cloud_.orphans, intents, created):
         cloud_.adopt(sid, scheduler_mod.server_name(job, key), nova.BUILD)
-    kept = _guard(cloud_.delete_all)
-    _guard(store.destroy)
-    journal.append({'t': clock.now(), 'event': 'cancelled', 'kept': kept})
-    journal.set_meta(status='cancelled')
-    return kept
+    kept = _guard(cloud_.delete_all, reason)
+    ended = sorted(_billing(records) - set(kept))
+    for sid in ended:
+        journal.append({'t': clock.now(), 'event': 'server_delete',
+                        'server': sid, 'reason': reason})
+    return kept, ended
+
+
+def _leftovers(records):
+    """Whether the journal shows servers still billing, or a create
+    call whose answer it never got."""
+    return bool(_billing(records) or _owned(records)[1])
+
+
+def _billing(records):
+    """The servers the journal shows created and not yet ended."""
+    created = {r['server'] for r in records if r['event'] == 'server_create'}
+    return created - {r['server'] for r in records
+                      if r['event'] in report.SERVER_ENDS}
+
+
+def _delete_scratch(store):
+    """Delete the job's objects but its results: assignments, statuses
+    and checkpoints only served the run."""
+    for key in store.list():
+        if not key.startswith(RESULTS):
+            store.delete(key)

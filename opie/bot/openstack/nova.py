@@ -12,7 +12,8 @@ that the client did not delete was preempted; one that is shelved was
 preempted by a scheduler in shelve mode, and the client asks to unshelve
 it every ``unshelve_every_s`` until it comes back or the scheduler gives
 up on it (at the migration trigger time); a server in ERROR (no room)
-counts as preempted and is deleted.
+is a boot failure: journalled, deleted, and then lost to the job, never
+counted as a preemption.
 
 Ownership comes from the journal, never from what is on the cloud: any
 member of the project can tag, rename or add metadata to a server.
@@ -247,11 +248,13 @@ class NovaCloud(ports.Cloud):
             if sid not in self.deleting:
                 self._emit(ports.TERMINATED, sid)
         elif status == 'ERROR':
+            # Journalled first: a resumed client deletes a server whose
+            # error it finds in the journal, whenever this one died.
             entry['state'] = GONE
             self.journal.append({'t': self.clock.now(),
                                  'event': 'server_error', 'server': sid})
-            self._emit(ports.TERMINATED, sid)
-            self._delete(sid, 'error')
+            self._delete(sid, 'boot failed')
+            self._emit(ports.BOOT_FAILED, sid)
 
     def _retry_unshelve(self):
         now = time.monotonic()
@@ -294,12 +297,12 @@ class NovaCloud(ports.Cloud):
             self.servers[server_id]['state'] = GONE
         return True
 
-    def delete_all(self):
+    def delete_all(self, reason='cancel'):
         """Delete every server the journal shows this job created
         (cancel); the ids of those left alone because their job tag was
         removed."""
         return [sid for sid in sorted(self.servers)
-                if not self._delete(sid, 'cancel')]
+                if not self._delete(sid, reason)]
 
     def _emit(self, kind, sid):
         event = ports.ServerEvent(kind, sid)

@@ -170,7 +170,7 @@ class AgentRunner(ports.Runner):
 
     def server_event(self, event):
         """A lost server runs nothing any more."""
-        if event.kind == ports.TERMINATED:
+        if event.kind in (ports.TERMINATED, ports.BOOT_FAILED):
             self.assigned.pop(event.server_id, None)
             self.status.pop(event.server_id, None)
 

@@ -90,14 +90,26 @@ class SwiftStore:
         self.swift.delete(self._url(), raise_exc=False)
 
 
+def file_root(url):
+    """The directory of a ``file:///ABSOLUTE/PATH`` store, None for
+    ``swift``, else :class:`StoreError`.  ``file://relative/x`` would
+    parse as host ``relative`` and path ``/x``: refused, not guessed."""
+    parsed = urllib.parse.urlsplit(url)
+    if url == 'swift':
+        return None
+    if parsed.scheme == 'file' and parsed.netloc in ('', 'localhost') \
+            and parsed.path.startswith('/') and parsed.path.strip('/') \
+            and not (parsed.query or parsed.fragment):
+        return parsed.path.rstrip('/')
+    raise StoreError('store %r: give file:///ABSOLUTE/PATH or swift' % url)
+
+
 def open_store(url, job_id, conn, create):
     """(client store, agent settings) for a store URL."""
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme == 'file' and parsed.path.startswith('/'):
-        root = '%s/%s' % (parsed.path.rstrip('/'), job_id)
+    root = file_root(url)
+    if root is not None:
+        root = '%s/%s' % (root, job_id)
         return agent.DirStore(root), {'kind': 'dir', 'path': root}
-    if url == 'swift':
-        store = SwiftStore(conn, 'opie-bot-%s' % job_id)
-        store.open(create)
-        return store, store.agent_spec()
-    raise StoreError('store %r: give file:///ABSOLUTE/PATH or swift' % url)
+    store = SwiftStore(conn, 'opie-bot-%s' % job_id)
+    store.open(create)
+    return store, store.agent_spec()

@@ -12,6 +12,7 @@ from opie.bot.sim import runner as runner_mod
 # A job still running this many deadlines in is stuck (e.g. every server
 # lost for good and no normal server allowed): stop and report it.
 HORIZON = 10
+HORIZON_REASON = 'horizon: %d deadlines passed' % HORIZON
 
 
 @dataclasses.dataclass
@@ -53,6 +54,10 @@ def run(plan, kh=0.0, kr=0.0, seed=0, mode=preemption.HIBERNATE,
             clock.call_at(clock.now() + progress_every, tick)
         clock.call_at(progress_every, tick)
     clock.run(until=HORIZON * job.deadline_s)
+    if not sched.finished:
+        # As on a cloud: a job stopped unfinished deletes every server,
+        # so the report bills what the last progress line showed.
+        sched.stop(HORIZON_REASON)
     if progress is not None:
         progress(sched.snapshot())
     return Result(plan=plan, records=journal.records(), bill=cloud.bill(),

@@ -94,8 +94,12 @@ class CloudRun(base.BotCloud):
         self.assertEqual(0, self.wait(cancel), self.output('cancel'))
         self.assertEqual([], demo.job_servers(self))
         self.assert_bystander_untouched()
-        self.assertFalse(os.path.exists(os.path.join(self.dir, 'store',
-                                                     job_id)))
+        # The committed results are kept, nothing else.
+        store = os.path.join(self.dir, 'store', job_id)
+        self.assertEqual([], [
+            os.path.relpath(os.path.join(top, name), store)
+            for top, _, names in os.walk(store) for name in names
+            if os.path.relpath(top, store) != 'results'])
         status = self.spawn(demo.resume_command(self.dir, job_id, 'status'),
                             'status')
         self.assertEqual(0, self.wait(status))

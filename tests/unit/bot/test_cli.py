@@ -72,3 +72,42 @@ def test_example_files():
     sweep = helpers.jobfile.load(helpers.JOBS / 'sweep.yaml')
     assert len(sweep.tasks) == 12
     assert cli.main(['plan', str(helpers.JOBS / 'sweep.yaml')]) == 0
+
+
+def test_plan_run_and_sim_speak_json(tmp_path, capsys):
+    assert cli.main(['plan', J60, '-f', 'json']) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan['job'] == 'j60' and plan['tasks'] == 60
+    assert plan['expected_cost'] < plan['baseline_cost']
+    assert sum(s['tasks'] for s in plan['servers']) == 60
+
+    assert cli.main(['run', J60, '--scenario', 'sc5', '-f', 'json',
+                     '--report-dir', str(tmp_path)]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run['result']['deadline_met'] and run['simulated']
+    assert run['report'] == str(tmp_path / 'j60-sc5-seed0.json')
+
+    assert cli.main(['sim', J60, '--scenarios', 'sc1,sc3', '--seeds', '2',
+                     '-f', 'json']) == 0
+    sim = json.loads(capsys.readouterr().out)
+    assert [row['scenario'] for row in sim['rows']] == ['sc1', 'sc3']
+    assert sim['baseline_cost'] > 0
+
+
+def test_a_simulated_run_stopped_at_its_horizon_bills_what_it_showed(
+        tmp_path, capsys):
+    # Every preemptible server lost for good, no normal server allowed:
+    # the tasks are stranded until the horizon (ten deadlines).
+    trace = tmp_path / 't.csv'
+    flavors = ('c3.large', 'c3.xlarge', 'c4.large', 'c4.xlarge')
+    trace.write_text('time_s,flavor,event\n' + ''.join(
+        '400,%s,terminate\n' % f for f in flavors))
+    assert cli.main(['run', J60, '--trace', str(trace), '--normal-limit',
+                     '0', '--max-normal', '1', '--report-dir',
+                     str(tmp_path), '--progress-every', '3600']) == 1
+    out = capsys.readouterr().out
+    last = [x for x in out.splitlines() if x.startswith('[')][-1]
+    rep = json.loads((tmp_path / 'j60-run-seed0.json').read_text())
+    assert ('cost $%.4f' % rep['result']['cost']) in last
+    assert any('stopped' in note for note in rep['misses'])
+    assert rep['accounting']['matches_cloud_bill']

@@ -147,7 +147,7 @@ def test_server_without_the_jobs_tag_is_never_deleted():
     assert [r['event'] for r in journal.records()] == ['refused_delete']
 
 
-def test_error_at_boot_is_lost_and_deleted():
+def test_error_at_boot_is_a_boot_failure_deleted():
     cloud, servers, journal, events = make()
     cloud.adopt('e', 'e', nova.BUILD)
     servers.status['e'] = 'ERROR'
@@ -155,7 +155,9 @@ def test_error_at_boot_is_lost_and_deleted():
 
     cloud.poll(full=True)
 
-    assert [e.kind for e in events] == [ports.TERMINATED]
+    # Journalled and deleted before the scheduler hears of it, so a
+    # client killed in between deletes it on resume.
+    assert [e.kind for e in events] == [ports.BOOT_FAILED]
     assert servers.deleted == ['e']
     assert [r['event'] for r in journal.records()] == [
         'server_error', 'server_deleting']

@@ -1,0 +1,46 @@
+"""Hung tasks: a run that outlives its estimate by far is lost.
+
+On a real cloud a task can hang (a deadlock, a stalled mount, a server
+that stopped without Nova noticing) and would then hold its server, and
+the job, until the client's horizon: ten deadlines of billing.  A run is
+hung once it has run ``policy.hang_factor`` times its estimated wall time
+(checkpoint overhead included), measured from its start; a hibernated
+server's runs are frozen, not hung, and are looked at again later.  The
+scheduler then deletes the server (a hang may be the server's fault) and
+runs the task elsewhere from its latest checkpoint, at most
+``policy.hang_retries`` more times; after that the task ends as failed,
+so the job can end.  Only the cloud backend watches: the simulated cloud
+has no hangs, and its runs must stay exactly as HADS plans them.
+"""
+import collections
+
+from opie.bot import fleet as fleet_mod
+
+
+class Hangs:
+    def __init__(self, scheduler):
+        self.scheduler = scheduler
+        self.factor = scheduler.job.policy.hang_factor
+        self.retries = scheduler.job.policy.hang_retries
+        self.count = collections.Counter()   # task -> hangs so far
+
+    def watch(self, server, task_id):
+        """Look at ``task_id``'s run on ``server`` once it is overdue."""
+        running = server.running[task_id]
+        self._arm(running.started, server, task_id, running)
+
+    def _arm(self, since, server, task_id, running):
+        self.scheduler.clock.call_at(
+            since + self.factor * running.run.wall_s, self._check, server,
+            task_id, running)
+
+    def _check(self, server, task_id, running):
+        if server.state == fleet_mod.GONE or \
+                server.running.get(task_id) is not running:
+            return      # ended, moved or lost: nothing hangs
+        if server.state == fleet_mod.HIBERNATED:
+            self._arm(self.scheduler.now(), server, task_id, running)
+            return
+        self.count[task_id] += 1
+        self.scheduler.hung(server, task_id,
+                            failed=self.count[task_id] > self.retries)
