@@ -48,6 +48,9 @@ LOG = logging.getLogger(__name__)
 # Consumer generations in writes (1.28); mappings in allocation requests
 # from 1.34 are accepted by the POST of the same version.
 VERSION = '1.28'
+# Writes tried on one host before giving up on it: each refusal means
+# another writer changed the host, so a busy host is left to them.
+WRITE_ATTEMPTS = 5
 
 
 class ClaimError(Exception):

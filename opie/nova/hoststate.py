@@ -30,6 +30,7 @@ import collections
 import dataclasses
 import datetime
 
+from nova.compute import utils as compute_utils
 from nova import context as nova_context
 from nova import objects
 from nova.scheduler import utils as scheduler_utils
@@ -221,6 +222,23 @@ def record_from_placement(client, context, host_state, token=True):
     return record
 
 
+def over_capacity(client, context, provider_uuid):
+    """Is the compute node over its capacity in h_f, as Placement counts
+    it now (inventory x allocation ratio, usages)?"""
+    record = record_from_placement(client, context, HostRecord(
+        provider_uuid, '', '', '', res.ZERO, res.ZERO), token=False)
+    return not record.free_full().covers(res.ZERO)
+
+
+def placement_amounts(context, instance):
+    """What Placement charges ``instance`` (with its flavor) on its
+    compute node, class by class, as Nova's scheduler asks for it."""
+    is_bfv = compute_utils.is_volume_backed_instance(context, instance)
+    return {rc: amount for rc, amount in
+            scheduler_utils.resources_from_flavor_and_bfv(
+                instance.flavor, is_bfv).items() if amount}
+
+
 def read_usages(client, context, provider_uuid):
     """Placement's ``usages`` dict of a resource provider."""
     return claim.read(client, context, '/resource_providers/%s/usages'
@@ -321,13 +339,21 @@ class InstanceLoader:
         eligible preemptible instance on ``record``'s node: the cache
         chooses victims, the database has the last word."""
         with self._cell(record.cell_uuid) as cctxt:
-            found = objects.InstanceList.get_by_filters(
-                cctxt, {'uuid': list(uuids), 'deleted': False},
-                expected_attrs=['flavor'])
+            found = _rows(cctxt, uuids)
         still = {i.uuid for i in found
                  if (i.host, i.node) == (record.host, record.nodename)
                  and is_preemptible(i.flavor) and core_instance(i).eligible}
         return set(uuids) - still
+
+    def emptied_claims(self, record, uuids):
+        """A :class:`.claim.Claim` for each of ``uuids`` the cell still
+        has: what it would hold on ``record``'s node (its flavor, as Nova's
+        scheduler asks Placement for it), to give it back."""
+        with self._cell(record.cell_uuid) as cctxt:
+            return [claim.Claim(i.uuid, {record.uuid: {
+                'resources': placement_amounts(cctxt, i)}},
+                i.project_id, i.user_id, None)
+                for i in _rows(cctxt, uuids)]
 
     def _cell(self, cell_uuid):
         cell = self.cells.get(cell_uuid) or objects.CellMapping.get_by_uuid(
@@ -360,6 +386,14 @@ class InstanceLoader:
                  else core_instance(i),
                  _naive_utc(i.updated_at or i.created_at))
                 for i in found]
+
+
+def _rows(cctxt, uuids):
+    """The instances ``uuids`` (flavor loaded, deleted ones left out) of
+    the cell ``cctxt`` targets."""
+    return objects.InstanceList.get_by_filters(
+        cctxt, {'uuid': list(uuids), 'deleted': False},
+        expected_attrs=['flavor'])
 
 
 def _naive_utc(stamp):

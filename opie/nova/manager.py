@@ -58,14 +58,13 @@ from oslo_service import periodic_task
 from oslo_utils import timeutils
 
 import nova.conf
-from nova import context as nova_context
 from nova import exception
-from nova import objects
 from nova.scheduler.client import report
 from nova.scheduler import manager
 
 from opie.nova import claim
 from opie.nova import conf as opie_conf
+from opie.nova import give_back
 from opie.nova import heartbeat
 from opie.nova import hoststate
 from opie.nova import instance_cache
@@ -81,9 +80,6 @@ from opie.nova import token
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
-# Writes tried on one host before Nova moves on to the next: each refusal
-# means another writer changed the host, so a busy host is left to them.
-WRITE_ATTEMPTS = 5
 # The token generations known when this request began (a copy).
 _GENERATIONS = contextvars.ContextVar('opie_generations', default=None)
 
@@ -193,8 +189,17 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 (victim, claimed))
         count = 0
         for record, taken in by_host.values():
-            lost = _give_back_on_host(self.placement_client, context,
-                                      record, taken)
+            try:
+                lost = give_back.on_host(self.placement_client, context,
+                                         record, taken)
+            except Exception:
+                # Never instead of the request's own error. The victims
+                # hold nothing and run on; the reconciler gives them back
+                # (or terminates those whose room is gone meanwhile).
+                LOG.exception('OPIE: could not give victims %s back on '
+                              'host %s now; the reconciler will',
+                              [c.uuid for _, c in taken], record.host)
+                continue
             if lost:
                 # Their room went to other requests: they cannot come back
                 # without overcommitting the host.
@@ -235,49 +240,6 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 snapshots.clean(self.terminator.service_context())
 
 
-def _give_back_on_host(client, context, record, taken):
-    """Give ``taken`` ((victim, Claim) pairs on ``record``) their
-    allocations back where h_f still has room for them; the victims whose
-    room is gone."""
-    for _ in range(WRITE_ATTEMPTS):
-        generation = claim.read_token(client, context, record.uuid)
-        record.apply_usage(hoststate.read_usages(client, context,
-                                                 record.uuid))
-        free = record.capacity - record.normal_used - record.preemptible_used
-        back, lost = [], []
-        for victim, claimed in taken:
-            if free.covers(victim.resources):
-                free -= victim.resources
-                back.append((victim, claimed))
-            else:
-                lost.append(victim)
-        if not back or claim.write(
-                client, context, record.uuid, generation,
-                {c.uuid: claim.restored(c) for _, c in back}) is not None:
-            _forget_deleted(client, context, record,
-                            [c.uuid for _, c in back])
-            return lost
-    LOG.error('OPIE: could not give victims %s back on host %s: the host '
-              'kept changing; the reconciler terminates them',
-              [c.uuid for _, c in taken], record.host)
-    return []
-
-
-def _forget_deleted(client, context, record, uuids):
-    """An owner may delete a victim while it is taken: allocations given
-    back to a deleted instance would never be freed."""
-    if not uuids:
-        return
-    cell = objects.CellMapping.get_by_uuid(context, record.cell_uuid)
-    with nova_context.target_cell(context, cell) as cctxt:
-        found = objects.InstanceList.get_by_filters(
-            cctxt.elevated(read_deleted='yes'), {'uuid': uuids})
-    for instance in found:
-        if instance.deleted:
-            client.delete_allocation_for_instance(context, instance.uuid,
-                                                  force=True)
-
-
 class ClaimingClient:
     """Nova's report client, as ``_schedule`` claims each instance through
     it: each claim is one compare-and-swap on the host (:mod:`.claim`)."""
@@ -316,7 +278,7 @@ class ClaimingClient:
             context, consumer_uuid, alloc_request, consumer_generation,
             dict(project_id=project_id, user_id=user_id),
             plan.operation == operations.BOOT)
-        for attempt in range(WRITE_ATTEMPTS):
+        for attempt in range(claim.WRITE_ATTEMPTS):
             if attempt:
                 metrics.CLAIM_RETRIES.inc()
             if record.generation is hoststate.UNKNOWN:
@@ -347,7 +309,7 @@ class ClaimingClient:
             return True
         metrics.HOSTS_ABANDONED.inc()
         LOG.info('OPIE: host %s changed under %d writes in a row; trying '
-                 'the next host', record.host, WRITE_ATTEMPTS)
+                 'the next host', record.host, claim.WRITE_ATTEMPTS)
         return False
 
     def _instance_entry(self, context, uuid, alloc_request, generation,

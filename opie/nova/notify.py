@@ -33,6 +33,13 @@ removed or changed in meaning the major one. Version 1.0::
 
 A victim's owner fields are read just before it is terminated; they are
 null when Nova could not say (the victim was deleted meanwhile).
+
+A notification never holds up a termination: every victim of a call is
+terminated before its notifications are sent, and each send gives up
+after :data:`RETRY` attempts to reach the message bus (Nova's default,
+``[oslo_messaging_notifications] retry = -1``, would wait for the bus
+forever). A notification that could not be sent is logged; the metrics
+still count the preemption.
 """
 from oslo_log import log as logging
 import oslo_messaging as messaging
@@ -46,6 +53,8 @@ LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 EVENT_TYPE = 'opie.preempt'
 VERSION = '1.0'
+# Attempts to reach the message bus for one notification.
+RETRY = 3
 
 
 class Notifier:
@@ -61,7 +70,8 @@ class Notifier:
                 publisher_id='opie-scheduler.%s' % CONF.host,
                 topics=CONF.opie.notification_topics,
                 serializer=rpc.RequestContextSerializer(
-                    rpc.JsonPayloadSerializer()))
+                    rpc.JsonPayloadSerializer()),
+                retry=RETRY)
         return self._notifier
 
     def preempted(self, preemption, done, owners, request_info, mode):

@@ -10,11 +10,13 @@ instance action, delete or shelve, notification):
 
 * **Claimed victims left running.** A scheduler worker empties a victim's
   Placement allocations (:mod:`.claim`) and terminates it in the
-  background after answering the request. If the worker dies in between,
-  the victim runs on, unaccounted for, while its room is given to others.
-  An eligible preemptible instance that holds no allocations on the node
-  its row names, *nor anywhere else*, for longer than ``[opie]
-  claimed_grace_period`` seconds is terminated (notification reason
+  background after answering the request, or gives them back if the
+  request fails. If the worker dies in between, or Placement fails the
+  give-back, the victim runs on, unaccounted for. An eligible preemptible
+  instance that holds no allocations on the node its row names, *nor
+  anywhere else*, for longer than ``[opie] claimed_grace_period`` seconds
+  is given its room back where the host still has it (:mod:`.give_back`),
+  and terminated where its room is taken (notification reason
   ``claimed``). One that holds allocations elsewhere is moving (a live
   migration, a resize's or cold migration's disk copy): its row still
   names the source while its allocations sit on the destination. Hosts
@@ -43,6 +45,7 @@ from oslo_utils import timeutils
 from opie.core import resources as res
 from opie.core import victims as victims_mod
 from opie.nova import claim
+from opie.nova import give_back
 from opie.nova import hoststate
 from opie.nova import metrics
 from opie.nova import plan as plan_mod
@@ -98,11 +101,19 @@ class Reconciler:
             if host_state.uuid is not None]
         done = []
         try:
-            claimed = self._claimed(context, host_states, now)
-            if claimed:
+            for record, instances in self._claimed(context, host_states,
+                                                   now):
                 self._renew(renew)
-                done += self.terminator.terminate(claimed,
-                                                  {'reason': 'claimed'})
+                lost = self._give_back(context, record, instances)
+                if lost:
+                    LOG.warning('OPIE: preemptible instances %s on host %s '
+                                'hold no allocations and their room is '
+                                'taken: claimed but never terminated, '
+                                'terminating them', [i.uuid for i in lost],
+                                record.host)
+                    done += self.terminator.terminate(
+                        [self._preemption(record, lost, now)],
+                        {'reason': 'claimed'})
             for repair in self._overcommitted(context, host_states, now,
                                               renew):
                 done += self.terminator.terminate([repair],
@@ -137,14 +148,23 @@ class Reconciler:
         for uuid in due:
             record, instance = claimed[uuid]
             by_host.setdefault(record.uuid, (record, []))[1].append(instance)
-        preemptions = []
-        for record, instances in by_host.values():
-            LOG.warning('OPIE: preemptible instances %s on host %s hold no '
-                        'allocations: claimed but never terminated, '
-                        'terminating them', [i.uuid for i in instances],
-                        record.host)
-            preemptions.append(self._preemption(record, instances, now))
-        return preemptions
+        return list(by_host.values())
+
+    def _give_back(self, context, record, instances):
+        """Give ``instances`` (preemptibles on ``record``'s node holding
+        nothing) their room back where the host still has it: taken for a
+        request that then failed, say, when Placement could not take them
+        back. Those whose room is gone."""
+        placed = hoststate.record_from_placement(self.placement_client,
+                                                 context, record)
+        by_uuid = {i.uuid: i for i in instances}
+        claims = self._loader(context).emptied_claims(placed, by_uuid)
+        lost = give_back.on_host(self.placement_client, context, placed,
+                                 [(by_uuid[c.uuid], c) for c in claims])
+        if len(claims) < len(instances):
+            LOG.info('OPIE: instances %s left the cell database meanwhile',
+                     sorted(set(by_uuid) - {c.uuid for c in claims}))
+        return lost
 
     def _holds_any(self, context, uuid):
         """Does the instance hold allocations anywhere? Midway through a

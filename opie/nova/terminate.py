@@ -99,7 +99,7 @@ class Terminator:
         still are victims, and notify; ``request_info`` (a dict) describes
         what they made room for. Returns the preemptions as they happened:
         each with the victims terminated, none where none was."""
-        happened = []
+        told = []
         for preemption in preemptions:
             owners = notify.owners(preemption.victims)
             outcomes = {victim: self._terminate(victim.uuid, preemption)
@@ -107,18 +107,18 @@ class Terminator:
             # A victim spared was no victim after all: it is not told of.
             preemption = dataclasses.replace(preemption, victims=tuple(
                 v for v in preemption.victims if outcomes[v] != SPARED))
-            if not preemption.victims:
-                continue
-            done = [v for v in preemption.victims
-                    if outcomes[v] == TERMINATED]
-            mode = self.settings.termination_mode
+            if preemption.victims:
+                told.append((preemption, owners, [
+                    v for v in preemption.victims
+                    if outcomes[v] == TERMINATED]))
+        # Only now: a message bus that is down holds up no termination.
+        mode = self.settings.termination_mode
+        for preemption, owners, done in told:
+            metrics.terminated(preemption, done, request_info, mode)
             self.notifier.preempted(preemption, done, owners, request_info,
                                     mode)
-            metrics.terminated(preemption, done, request_info, mode)
-            if done:
-                happened.append(dataclasses.replace(preemption,
-                                                    victims=tuple(done)))
-        return happened
+        return [dataclasses.replace(preemption, victims=tuple(done))
+                for preemption, _, done in told if done]
 
     def service_context(self):
         """A context that may act on any instance and, as the service
@@ -171,7 +171,10 @@ class Terminator:
             instance = self.compute_api.get(context, uuid,
                                             expected_attrs=['flavor'])
             why = spared(instance, self._held(context, uuid),
-                         preemption.provider_uuid)
+                         preemption.provider_uuid,
+                         lambda: hoststate.over_capacity(
+                             report.report_client_singleton(), context,
+                             preemption.provider_uuid))
             if why is None:
                 self._act(context, mapping.cell_mapping, instance,
                           shelving)
@@ -263,15 +266,18 @@ def _v2_catalog(catalog):
     return services
 
 
-def spared(instance, held, provider_uuid):
+def spared(instance, held, provider_uuid, over_capacity):
     """Why ``instance``, taken as a victim on ``provider_uuid`` and read
     again just now, must not be terminated; None if it must. ``held``: its
-    allocations in Placement now.
+    allocations in Placement now; ``over_capacity()``: whether that host
+    is over capacity now (asked only where the answer matters).
 
     A victim is terminated only while it is preemptible and its room is
-    needed: a victim emptied holds nothing, one whose allocations
-    ``heal_allocations`` gave back holds them where they were taken, so
-    either still stands in another server's way. One that holds room on
+    needed: a victim emptied holds nothing, so stands in the way of the
+    server its room went to. One holding its room again where it was taken
+    stands in the way only if the host is over capacity with it (its
+    allocations healed back by ``heal_allocations``), not where the room
+    was free to give back (:mod:`.give_back`). One that holds room on
     another host only has moved away; one that holds nothing in the middle
     of a move is between two of its claims.
     """
@@ -283,6 +289,8 @@ def spared(instance, held, provider_uuid):
         return 'an operator locked it, or it is already leaving'
     if held and provider_uuid not in held:
         return 'it holds its room on another host now'
+    if held and not over_capacity():
+        return 'it holds its room again, and its host has room for it'
     if not held and instance.task_state in preemptible.MOVING_TASK_STATES:
         return 'it is in the middle of a move (%s)' % instance.task_state
     return None

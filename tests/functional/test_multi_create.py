@@ -1,6 +1,18 @@
 """Multi-create: victims on several hosts, all or nothing (acceptance 5)."""
-from opie.nova import manager
+import datetime
+
+import fixtures
+from oslo_utils import timeutils
+
+import nova.conf
+from nova import context as nova_context
+
+from opie.nova import claim
+from opie.nova import give_back
+from opie.nova import notify
 from tests.functional import base
+
+CONF = nova.conf.CONF
 
 
 class MultiCreate(base.OpieCloud):
@@ -46,6 +58,27 @@ class MultiCreate(base.OpieCloud):
                          sorted(n['payload']['host'] for n in notifications))
         self.assert_within_capacity()
 
+    def test_no_notification_holds_up_a_termination(self):
+        # The message bus may be down: every victim is terminated before
+        # any notification is sent, and a send gives up.
+        terminator = self.scheduler.manager.terminator
+        events = []
+        for obj, name, event in (
+                (terminator.compute_api, 'delete', 'terminated'),
+                (terminator.notifier, 'preempted', 'notified')):
+            real = getattr(obj, name)
+
+            def logged(*args, _real=real, _event=event, **kwargs):
+                events.append(_event)
+                return _real(*args, **kwargs)
+            self.useFixture(fixtures.MockPatchObject(obj, name, logged))
+
+        self.create(2, 'ACTIVE')
+        self.wait_for_terminations()
+
+        self.assertEqual(['terminated'] * 4 + ['notified'] * 2, events)
+        self.assertEqual(notify.RETRY, terminator.notifier.notifier.retry)
+
     def test_request_that_cannot_be_fully_placed_terminates_nothing(self):
         servers = self.create(3, 'ERROR')
 
@@ -62,13 +95,44 @@ class MultiCreate(base.OpieCloud):
         """Run ``competitor()`` once, when the failed request is about to
         give its victims back."""
         pending = [competitor]
-        real = manager._give_back_on_host
+        real = give_back.on_host
 
-        def give_back(*args):
+        def on_host(*args):
             if pending:
                 pending.pop()()
             return real(*args)
-        self.stub_out('opie.nova.manager._give_back_on_host', give_back)
+        self.stub_out('opie.nova.give_back.on_host', on_host)
+
+    def test_victims_placement_could_not_take_back_get_it_later(self):
+        # Placement fails while the failed request gives its victims back:
+        # they hold nothing, run on, and their room is free.
+        def placement_down():
+            raise claim.ClaimError('POST /allocations: 503 Service '
+                                   'Unavailable')
+        real = give_back.on_host
+        self.stub_out('opie.nova.give_back.on_host',
+                      lambda *args: placement_down())
+
+        servers = self.create(3, 'ERROR')
+        self.assertIn('No valid host', servers[0]['fault']['message'])
+        self.assertNotEqual(self.usages,
+                            {host: self.usage(host) for host in self.HOSTS})
+        self.stub_out('opie.nova.give_back.on_host', real)
+
+        # Placement is back: the reconciler gives them their room back
+        # rather than terminating them as victims left running.
+        reconciler = self.scheduler.manager.reconciler
+        context = nova_context.get_admin_context()
+        now = timeutils.utcnow()
+        self.assertEqual([], reconciler.run(context, now=now))
+        self.assertEqual([], reconciler.run(context, now=now + (
+            datetime.timedelta(seconds=CONF.opie.claimed_grace_period))))
+
+        self.assertEqual(self.usages,
+                         {host: self.usage(host) for host in self.HOSTS})
+        self.assertEqual(self.names, sorted(
+            set(self.live_names()) - {'big-1', 'big-2', 'big-3'}))
+        self.assertEqual([], self.preempt_notifications())
 
     def test_victim_deleted_by_its_owner_gets_nothing_back(self):
         victim = self.server('PA0')['id']

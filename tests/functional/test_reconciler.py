@@ -135,6 +135,8 @@ class Reconciler(base.OpieCloud):
 
     def test_a_pass_that_outlives_its_lease_stops_before_it_acts(self):
         b2 = self.claim_without_terminating('B-2', 'host-B')
+        # Its room is taken: B-2 must go.
+        self.boot('medium', 'normal', host='host-B')
         clock = [0.0]
         client = self.manager.placement_client
         first = lease.Lease(client, 'sched-1', 30, lambda: clock[0])
@@ -221,6 +223,23 @@ class Reconciler(base.OpieCloud):
         self._wait_until_deleted(b2)
         self.assert_within_capacity()
         self.assertEqual(1, self.preempt_actions(b2['id']))
+
+    def test_a_claimed_victim_whose_room_is_free_gets_it_back(self):
+        # Taken, then its request failed and Placement refused the give
+        # back, or its worker died before either: nobody needs its room.
+        b2 = self.claim_without_terminating('B-2', 'host-B')
+        usage = self.usage('host-B')
+        reconciler = self.manager.reconciler
+        self.assertEqual([], reconciler.run(self.context, now=self.now))
+        self.assertEqual([], reconciler.run(
+            self.context, now=self.now + datetime.timedelta(
+                seconds=CONF.opie.claimed_grace_period)))
+
+        self.assertEqual(2, self.usage('host-B')['CUSTOM_PREEMPTIBLE_VCPU']
+                         - usage['CUSTOM_PREEMPTIBLE_VCPU'])
+        self.assertEqual(self.preemptibles, self.live_names())
+        self.assertEqual(0, self.preempt_actions(b2))
+        self.assert_within_capacity()
 
     def stub_out_attr(self, obj, name, value):
         self.useFixture(fixtures.MockPatchObject(obj, name, value))

@@ -1,0 +1,70 @@
+"""Give taken victims their room back, where the host still has it.
+
+A victim is emptied in Placement in the same write as the instance it
+makes room for (:mod:`.claim`). Two things can leave it emptied yet
+needed by nobody: the request it was taken for fails (Nova removes the new
+instances' allocations), or the worker that took it dies, or Placement
+fails, before the request's outcome is settled. Such a victim is given its
+allocations back, as a new consumer, in one compare-and-swap on the host
+token, where h_f still has room for it; one whose room another request
+took since cannot come back without overcommitting the host, and is
+terminated by the caller.
+
+Callers: the scheduler, when a request fails
+(:meth:`.manager.OpieSchedulerManager._give_back`), and the reconciler,
+for victims it finds holding nothing past ``[opie] claimed_grace_period``
+(:mod:`.reconciler`), so a give-back Placement refused at the time is made
+later rather than turned into a preemption.
+"""
+from oslo_log import log as logging
+
+from nova import context as nova_context
+from nova import objects
+
+from opie.nova import claim
+from opie.nova import hoststate
+
+LOG = logging.getLogger(__name__)
+
+
+def on_host(client, context, record, taken):
+    """Give ``taken`` ((victim, Claim) pairs on ``record``) their
+    allocations back where h_f still has room for them; the victims whose
+    room is gone."""
+    for _ in range(claim.WRITE_ATTEMPTS):
+        generation = claim.read_token(client, context, record.uuid)
+        record.apply_usage(hoststate.read_usages(client, context,
+                                                 record.uuid))
+        free = record.capacity - record.normal_used - record.preemptible_used
+        back, lost = [], []
+        for victim, claimed in taken:
+            if free.covers(victim.resources):
+                free -= victim.resources
+                back.append((victim, claimed))
+            else:
+                lost.append(victim)
+        if not back or claim.write(
+                client, context, record.uuid, generation,
+                {c.uuid: claim.restored(c) for _, c in back}) is not None:
+            _forget_deleted(client, context, record,
+                            [c.uuid for _, c in back])
+            return lost
+    LOG.error('OPIE: could not give victims %s back on host %s: the host '
+              'kept changing; the reconciler tries again',
+              [c.uuid for _, c in taken], record.host)
+    return []
+
+
+def _forget_deleted(client, context, record, uuids):
+    """An owner may delete a victim while it is taken: allocations given
+    back to a deleted instance would never be freed."""
+    if not uuids:
+        return
+    cell = objects.CellMapping.get_by_uuid(context, record.cell_uuid)
+    with nova_context.target_cell(context, cell) as cctxt:
+        found = objects.InstanceList.get_by_filters(
+            cctxt.elevated(read_deleted='yes'), {'uuid': uuids})
+    for instance in found:
+        if instance.deleted:
+            client.delete_allocation_for_instance(context, instance.uuid,
+                                                  force=True)
