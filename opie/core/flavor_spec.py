@@ -69,6 +69,11 @@ def _unsupported(extra_specs):
             found.append((key, 'dedicated CPUs (PCPU)'))
         elif _unmodelled(key, extra_specs[key]):
             found.append((key, 'a resource class OPIE does not model'))
+        elif _grouped(key, extra_specs[key]):
+            # Placement charges a group besides the unnumbered request:
+            # the room would be counted twice, or as normal.
+            found.append((key, 'a request group of VCPU, MEMORY_MB or '
+                               'DISK_GB, normal or preemptible'))
     if 'pci_passthrough:alias' in extra_specs:
         found.append(('pci_passthrough:alias', 'PCI devices'))
     return found
@@ -84,6 +89,14 @@ def _unmodelled(key, value):
     return (prefix.startswith('resources') and resource_class != 'PCPU'
             and resource_class not in _MODELLED
             and str(value).strip() != '0')
+
+
+def _grouped(key, value):
+    """Does ``key`` request some of a modelled class in a numbered or
+    named request group (``resources1:VCPU``, ``resources_x:...``)?"""
+    prefix, _, resource_class = key.partition(':')
+    return (prefix.startswith('resources') and prefix != 'resources'
+            and resource_class in _MODELLED and str(value).strip() != '0')
 
 
 def unsupported_problems(flavor):

@@ -25,6 +25,9 @@ class Instance:
     launched_at: datetime.datetime | None = None
     eligible: bool = True
     name: str = ''
+    # Nova's task state (None: no task), for the reconciler, which tells a
+    # move in progress from a victim left running.
+    task_state: str | None = None
 
     def __post_init__(self):
         if self.launched_at is not None:

@@ -60,7 +60,7 @@ LEAVING_VM_STATES = frozenset(['deleted', 'shelved_offloaded'])
 # another, or on none at all until the destination is claimed.
 MOVING_TASK_STATES = frozenset([
     'resize_prep', 'resize_migrating', 'resize_migrated', 'resize_finish',
-    'resize_reverting', 'resize_confirming', 'migrating', 'rebuilding',
+    'resize_reverting', 'migrating', 'rebuilding',
     'rebuild_block_device_mapping', 'rebuild_spawning', 'shelving',
     'shelving_image_pending_upload', 'shelving_image_uploading',
     'unshelving', 'spawning'])

@@ -41,6 +41,9 @@ RESTORE_SERVICE = ['evacuate', 'unshelve']
 # Where packaged Nova keeps its state: Debian's, Ubuntu's and RDO's
 # nova.conf, and Kolla's, set [DEFAULT] state_path = /var/lib/nova.
 PACKAGED_STATE_PATH = '/var/lib/nova'
+# The longest period, interval or grace OPIE accepts: beyond it a time
+# computation overflows, and no deployment means it.
+ONE_YEAR = 365 * 24 * 3600
 # Nova's limits of a server tag (nova.objects.tag and the API's schema):
 # OPIE tags its victims as an owner would, so it keeps to them.
 TAG_MAX_LENGTH = 60
@@ -123,6 +126,7 @@ billing period lost.
     cfg.IntOpt(
         'billing_period',
         default=3600,
+        max=ONE_YEAR,
         min=1,
         help="""
 Billing period in seconds, used by the ``period`` cost plugin: a provider
@@ -231,6 +235,7 @@ to the other weighers.
     cfg.IntOpt(
         'reconcile_interval',
         default=60,
+        max=ONE_YEAR,
         min=0,
         help="""
 Seconds between runs of the reconciler, which terminates preemptible
@@ -243,6 +248,7 @@ up runs it. 0 disables it.
     cfg.IntOpt(
         'reconcile_grace_period',
         default=120,
+        max=ONE_YEAR,
         min=0,
         help="""
 Seconds a host must stay over capacity before the reconciler acts, so that
@@ -251,6 +257,7 @@ a preemption already under way can finish.
     cfg.IntOpt(
         'claimed_grace_period',
         default=30,
+        max=ONE_YEAR,
         min=0,
         help="""
 Seconds a claimed victim may keep running before the reconciler terminates
@@ -264,6 +271,7 @@ Keep it above the time a termination takes under load.
     cfg.IntOpt(
         'heartbeat_interval',
         default=30,
+        max=ONE_YEAR,
         min=1,
         help='Seconds between two writes of the heartbeat file.'),
     cfg.Opt(
@@ -334,7 +342,8 @@ def allowed(opt):
     if isinstance(kind, types.Number):
         what = ('an integer' if isinstance(kind, types.Integer)
                 else 'a finite number')
-        bounds = [' %s %g' % (sign, bound) for sign, bound
+        number = '%d' if isinstance(kind, types.Integer) else '%g'
+        bounds = [(' %s ' + number) % (sign, bound) for sign, bound
                   in (('>=', kind.min), ('<=', kind.max))
                   if bound is not None]
         return what + ' and'.join(bounds)

@@ -38,6 +38,8 @@ import threading
 
 from oslo_utils import timeutils
 
+from opie.core import resources as res
+
 # How much further back than the previous query each query looks.
 MARGIN = datetime.timedelta(seconds=60)
 # A cell not queried for this long is read again in full, node by node.
@@ -64,6 +66,9 @@ class InstanceCache:
         self._synced = {}       # cell -> when its last query began
         self._read_at = {}      # (cell, host, node) -> its last full read
         self._stamps = {}       # cell -> the newest updated_at read in it
+        # (cell, host, node) -> Placement usage its instances left
+        # unexplained at its last read (hoststate.InstanceLoader).
+        self._unexplained = {}
 
     def preemptibles(self, read, cell_uuid, nodes, fresh=()):
         """{(host, node): [core Instance, ...]} of ``nodes`` in the cell,
@@ -82,6 +87,21 @@ class InstanceCache:
                 self._load(read, cell_uuid, missing)
             return {node: list(self._nodes[(cell_uuid,) + node].values())
                     for node in nodes}
+
+    def unexplained(self, cell_uuid, node):
+        """The preemptible usage Placement counted on ``node`` that its
+        instances did not explain, as last told (:meth:`explain`)."""
+        return self._unexplained.get((cell_uuid,) + node, res.ZERO)
+
+    def explain(self, cell_uuid, node, excess):
+        """Placement counts ``excess`` on ``node`` beyond its instances:
+        kept (no more than was known before, unless read in full since)."""
+        with self._lock:
+            key = (cell_uuid,) + node
+            if excess.is_zero():
+                self._unexplained.pop(key, None)
+            else:
+                self._unexplained[key] = excess
 
     def _catch_up(self, read, cell_uuid):
         began = self._clock()

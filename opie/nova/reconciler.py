@@ -42,6 +42,7 @@ import datetime
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import victims as victims_mod
 from opie.nova import claim
@@ -49,6 +50,7 @@ from opie.nova import give_back
 from opie.nova import hoststate
 from opie.nova import metrics
 from opie.nova import plan as plan_mod
+from opie.nova import terminate
 
 LOG = logging.getLogger(__name__)
 
@@ -104,7 +106,7 @@ class Reconciler:
             for record, instances in self._claimed(context, host_states,
                                                    now):
                 self._renew(renew)
-                lost = self._give_back(context, record, instances)
+                lost = self._settle(context, record, instances)
                 if lost:
                     LOG.warning('OPIE: preemptible instances %s on host %s '
                                 'hold no allocations and their room is '
@@ -113,7 +115,7 @@ class Reconciler:
                                 record.host)
                     done += self.terminator.terminate(
                         [self._preemption(record, lost, now)],
-                        {'reason': 'claimed'})
+                        {'reason': terminate.LEFT})
             for repair in self._overcommitted(context, host_states, now,
                                               renew):
                 done += self.terminator.terminate([repair],
@@ -121,6 +123,9 @@ class Reconciler:
         except LeaseLost:
             LOG.warning('OPIE: the reconciler lease was lost during a pass; '
                         'its holder goes on')
+        except claim.ClaimError as exc:
+            # Placement failed mid-pass: the next pass starts over.
+            LOG.warning('OPIE: reconcile pass stopped: %s', exc)
         return done
 
     @staticmethod
@@ -130,9 +135,14 @@ class Reconciler:
 
     # claimed victims left running ----------------------------------------
     def _claimed(self, context, host_states, now):
+        """Preemptibles that run on a node where they hold nothing, and
+        are not moving, for the grace period: (record, instances) by
+        host."""
         records = [hoststate.record_from_host_state(host_state)
                    for host_state in host_states]
-        self._loader(context).load(records)
+        # Every one: a victim an operator locked, or whose delete was
+        # begun, after its room was given is still in that room's way.
+        self._loader(context).load(records, every=True)
         claimed = {}
         for record in records:
             if not record.preemptibles:
@@ -140,8 +150,10 @@ class Reconciler:
             held = hoststate.holders(self.placement_client, context,
                                      record.uuid)
             for instance in record.preemptibles:
-                if instance.uuid not in held and not self._holds_any(
-                        context, instance.uuid):
+                # Midway through a move the row names the source while the
+                # allocations sit on the destination: it moves.
+                if (instance.uuid not in held and instance.task_state
+                        not in preemptible.MOVING_TASK_STATES):
                     claimed[instance.uuid] = (record, instance)
         due = _overdue(self._claimed_since, claimed, now, self.claimed_grace)
         by_host = {}
@@ -149,6 +161,19 @@ class Reconciler:
             record, instance = claimed[uuid]
             by_host.setdefault(record.uuid, (record, []))[1].append(instance)
         return list(by_host.values())
+
+    def _settle(self, context, record, instances):
+        """Of ``instances``, running on ``record``'s node without holding
+        anything there, give back those that hold nothing anywhere where
+        the host still has room for them; the ones to terminate: the rest
+        of those, one whose delete was begun and never done, and one
+        holding only a stale allocation elsewhere (a resize reverted after
+        its room was taken)."""
+        back = [i for i in instances
+                if i.task_state not in preemptible.LEAVING_TASK_STATES
+                and not self._holds_any(context, i.uuid)]
+        lost = self._give_back(context, record, back) if back else []
+        return lost + [i for i in instances if i not in back]
 
     def _give_back(self, context, record, instances):
         """Give ``instances`` (preemptibles on ``record``'s node holding
@@ -167,9 +192,7 @@ class Reconciler:
         return lost
 
     def _holds_any(self, context, uuid):
-        """Does the instance hold allocations anywhere? Midway through a
-        move, its row names the source while its allocations sit on the
-        destination: it moves, nobody took its room."""
+        """Does the instance hold allocations anywhere?"""
         return bool(claim.read(self.placement_client, context,
                                '/allocations/%s' % uuid)['allocations'])
 
@@ -204,9 +227,10 @@ class Reconciler:
         if excess.is_zero():
             return None
         costs = self.settings.cost_model.costs(host.preemptibles, host, now)
+        # No cap on the victims of a repair: [opie] max_victims bounds
+        # what one request may cost others, an overcommit must go.
         selection = victims_mod.select(excess, host.preemptibles, costs,
-                                       self.settings.max_victims,
-                                       host.capacity)
+                                       None, host.capacity)
         if selection is None:
             LOG.warning('OPIE: host %s is over capacity by %s and no '
                         'eligible preemptible set covers it', record.host,
@@ -240,4 +264,4 @@ class Reconciler:
         return plan_mod.Preemption(
             record.host, record.nodename, tuple(victims),
             sum(self.settings.cost_model.instance_cost(v, host, now)
-                for v in victims))
+                for v in victims), provider_uuid=record.uuid)

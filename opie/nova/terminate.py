@@ -71,8 +71,16 @@ CONF = nova.conf.CONF
 ACTION = 'opie-preempt'
 SHELVABLE_VM_STATES = frozenset([vm_states.ACTIVE, vm_states.STOPPED,
                                  vm_states.PAUSED, vm_states.SUSPENDED])
+
+
+class _ShelveFailed(Exception):
+    """Nova could not shelve a victim: it is deleted instead."""
+
+
 # What became of a victim.
 TERMINATED, SPARED, FAILED = 'terminated', 'spared', 'failed'
+# The reason the reconciler gives for victims it found left running.
+LEFT = 'claimed'
 # Another actor (its owner, another OPIE process) got to the victim between
 # its read and the compare-and-swap that begins its termination.
 _CHANGED_MEANWHILE = (exception.InstanceNotFound,
@@ -102,8 +110,9 @@ class Terminator:
         told = []
         for preemption in preemptions:
             owners = notify.owners(preemption.victims)
-            outcomes = {victim: self._terminate(victim.uuid, preemption)
-                        for victim in preemption.victims}
+            outcomes = {victim: self._terminate(
+                victim.uuid, preemption, request_info.get('reason') == LEFT)
+                for victim in preemption.victims}
             # A victim spared was no victim after all: it is not told of.
             preemption = dataclasses.replace(preemption, victims=tuple(
                 v for v in preemption.victims if outcomes[v] != SPARED))
@@ -158,74 +167,122 @@ class Terminator:
                           'the victim instead of shelving it')
             return None
 
-    def _terminate(self, uuid, preemption):
+    def _terminate(self, uuid, preemption, left=False):
         """Terminate one victim if it still is one: :data:`TERMINATED`,
-        :data:`SPARED` or :data:`FAILED`."""
-        shelving = self.settings.termination_mode == opie_conf.SHELVE
+        :data:`SPARED` or :data:`FAILED`. Read, judge, act; an act refused
+        because the victim changed since the read (its owner confirmed a
+        resize, say) reads and judges again. ``left``: the reconciler found
+        it left running, holding nothing, for the grace period: a delete
+        begun on it then was never done."""
+        # One found left running may be back from a shelve that failed on
+        # its compute: it is deleted, or it would be shelved every pass.
+        shelving = (self.settings.termination_mode == opie_conf.SHELVE
+                    and not left)
         context = (self._shelve_context() if shelving else None) or \
             nova_context.get_admin_context()
-        try:
-            mapping = objects.InstanceMapping.get_by_instance_uuid(
-                nova_context.get_admin_context(), uuid)
-            # Right before acting: what the database and Placement say now.
-            instance = self.compute_api.get(context, uuid,
-                                            expected_attrs=['flavor'])
-            why = spared(instance, self._held(context, uuid),
-                         preemption.provider_uuid,
-                         lambda: hoststate.over_capacity(
-                             report.report_client_singleton(), context,
-                             preemption.provider_uuid))
-            if why is None:
-                self._act(context, mapping.cell_mapping, instance,
-                          shelving)
-        except _CHANGED_MEANWHILE as exc:
-            why = 'it changed meanwhile (%s)' % type(exc).__name__
-        except Exception:
-            LOG.exception('OPIE: could not %s preempted instance %s',
-                          self.settings.termination_mode, uuid)
-            return FAILED
-        if why is not None:
-            LOG.info('OPIE: instance %s on %s, taken as a victim, is not '
-                     'terminated: %s', uuid, preemption.host, why)
-            return SPARED
-        LOG.info('OPIE: preempted instance %s (%s) on %s for %s', uuid,
-                 self.settings.termination_mode, preemption.host,
-                 preemption.instance_uuid or 'the reconciler')
-        return TERMINATED
+        for _ in range(claim.WRITE_ATTEMPTS):
+            try:
+                why = self._judge_and_act(context, uuid, preemption,
+                                          shelving, left)
+            except exception.InstanceNotFound:
+                why = 'it is gone'
+            except _CHANGED_MEANWHILE:
+                continue
+            except _ShelveFailed:
+                # Read it again (the failed shelve changed it) and delete.
+                shelving = False
+                continue
+            except Exception:
+                LOG.exception('OPIE: could not %s preempted instance %s',
+                              self.settings.termination_mode, uuid)
+                return FAILED
+            if why is not None:
+                LOG.info('OPIE: instance %s on %s, taken as a victim, is '
+                         'not terminated: %s', uuid, preemption.host, why)
+                return SPARED
+            LOG.info('OPIE: preempted instance %s (%s) on %s for %s', uuid,
+                     self.settings.termination_mode, preemption.host,
+                     preemption.instance_uuid or 'the reconciler')
+            return TERMINATED
+        LOG.error('OPIE: preempted instance %s kept changing under %d '
+                  'attempts to terminate it; the reconciler tries again',
+                  uuid, claim.WRITE_ATTEMPTS)
+        return FAILED
+
+    def _judge_and_act(self, context, uuid, preemption, shelving, left):
+        """Why the victim is spared, or None once it is terminated."""
+        mapping = objects.InstanceMapping.get_by_instance_uuid(
+            nova_context.get_admin_context(), uuid)
+        # Right before acting: what the database and Placement say now.
+        instance = self.compute_api.get(context, uuid,
+                                        expected_attrs=['flavor'])
+        why = spared(instance, self._held(context, uuid), preemption,
+                     lambda: hoststate.over_capacity(
+                         report.report_client_singleton(), context,
+                         preemption.provider_uuid), left)
+        if why is None:
+            self._act(context, mapping.cell_mapping, instance, shelving)
+        return why
 
     def _act(self, context, cell_mapping, instance, shelving):
-        """Shelve or delete ``instance``; each way begins with a
-        compare-and-swap on its task and VM state as just read, so its
-        owner (a resize reverted, say) or another OPIE process acting on
-        it since makes this one give up."""
+        """Shelve or delete ``instance``, then record the action; each way
+        begins with a compare-and-swap on its task and VM state as just
+        read, so its owner or another OPIE process acting on it since
+        makes this one read it again."""
         if shelving and context.auth_token and _shelvable(instance):
             # Nova's shelve is the compare-and-swap (from no task). No
             # clean shutdown: the room is already another server's, which
             # must not start beside a guest still shutting down.
-            self.compute_api.shelve(context, instance, clean_shutdown=False)
+            try:
+                self.compute_api.shelve(context, instance,
+                                        clean_shutdown=False)
+            except _CHANGED_MEANWHILE:
+                raise
+            except Exception as exc:
+                LOG.exception('OPIE: could not shelve preempted instance '
+                              '%s; deleting it: its room is another '
+                              'server\'s', instance.uuid)
+                raise _ShelveFailed() from exc
             self._record_action(cell_mapping, instance.uuid)
             self._tag(cell_mapping, instance.uuid)
             return
+        task_state = instance.task_state
         claimed = instance.obj_clone()
         claimed.task_state = task_states.DELETING
-        claimed.save(expected_task_state=[instance.task_state],
+        claimed.save(expected_task_state=[task_state],
                      expected_vm_state=[instance.vm_state])
+        if task_state == task_states.DELETING:
+            # A delete begun and never done (its process died): Nova's
+            # would take it for one under way and do nothing.
+            instance.task_state = None
         try:
-            self._record_action(cell_mapping, instance.uuid)
             # ``instance`` still has the task state it was read with, so
             # Nova's delete does not take it for a delete under way.
             self.compute_api.delete(context, instance)
         except Exception:
-            # Leave it as found: the next reconcile pass tries again.
-            claimed.task_state = instance.task_state
+            # As found (Nova's delete may have changed ``instance``): the
+            # next attempt, or reconcile pass, reads it again.
+            claimed.task_state = task_state
             claimed.save(expected_task_state=[task_states.DELETING])
             raise
+        if not self._recorded(cell_mapping, instance.uuid):
+            self._record_action(cell_mapping, instance.uuid)
 
     def _held(self, context, uuid):
         """The victim's allocations in Placement now: provider uuid ->
         resources."""
         return claim.read(report.report_client_singleton(), context,
                           '/allocations/%s' % uuid)['allocations']
+
+    @staticmethod
+    def _recorded(cell_mapping, uuid):
+        """Has the victim an ``opie-preempt`` action already (a shelve
+        that failed after it, a termination retried)?"""
+        admin = nova_context.get_admin_context()
+        with nova_context.target_cell(admin, cell_mapping) as cctxt:
+            return any(a.action == ACTION for a in
+                       objects.InstanceActionList.get_by_instance_uuid(
+                           cctxt, uuid))
 
     @staticmethod
     def _record_action(cell_mapping, uuid):
@@ -266,32 +323,40 @@ def _v2_catalog(catalog):
     return services
 
 
-def spared(instance, held, provider_uuid, over_capacity):
-    """Why ``instance``, taken as a victim on ``provider_uuid`` and read
+def spared(instance, held, preemption, over_capacity, left=False):
+    """Why ``instance``, taken as a victim for ``preemption`` and read
     again just now, must not be terminated; None if it must. ``held``: its
-    allocations in Placement now; ``over_capacity()``: whether that host
-    is over capacity now (asked only where the answer matters).
+    allocations in Placement now; ``over_capacity()``: whether the host it
+    was taken on is over capacity now (asked only where it matters);
+    ``left``: found left running by the reconciler (a delete begun on it
+    then is one never done, not one under way).
 
     A victim is terminated only while it is preemptible and its room is
-    needed: a victim emptied holds nothing, so stands in the way of the
+    needed. A victim emptied holds nothing, so it stands in the way of the
     server its room went to. One holding its room again where it was taken
-    stands in the way only if the host is over capacity with it (its
-    allocations healed back by ``heal_allocations``), not where the room
-    was free to give back (:mod:`.give_back`). One that holds room on
-    another host only has moved away; one that holds nothing in the middle
-    of a move is between two of its claims.
+    stands in the way only if that host is over capacity with it (healed
+    back by ``heal_allocations``), not where the room was free to give back
+    (:mod:`.give_back`). One that has moved to another host, or holds
+    nothing in the middle of a move, is between two claims of its own.
+    One that still runs where it was taken, idle, holding room only on
+    another host, holds a stale allocation (a resize reverted after it was
+    taken): it is terminated, which frees that too. An operator's lock
+    protects a preemptible from being chosen; one set after its room was
+    given does not take the room back.
     """
     if not hoststate.is_preemptible(instance.flavor):
         return 'it is no longer preemptible (a resize reverted or confirmed)'
-    if not preemptible.may_be_victim(
-            instance.locked_by if instance.locked else None,
-            instance.task_state, instance.vm_state):
-        return 'an operator locked it, or it is already leaving'
-    if held and provider_uuid not in held:
-        return 'it holds its room on another host now'
-    if held and not over_capacity():
+    if instance.vm_state in preemptible.LEAVING_VM_STATES or (
+            instance.task_state in preemptible.LEAVING_TASK_STATES
+            and not left):
+        return 'it is already leaving its host'
+    moving = instance.task_state in preemptible.MOVING_TASK_STATES
+    if held and preemption.provider_uuid not in held and (
+            moving or instance.host != preemption.host):
+        return 'it has moved to another host'
+    if held and preemption.provider_uuid in held and not over_capacity():
         return 'it holds its room again, and its host has room for it'
-    if not held and instance.task_state in preemptible.MOVING_TASK_STATES:
+    if not held and moving:
         return 'it is in the middle of a move (%s)' % instance.task_state
     return None
 

@@ -57,7 +57,8 @@ def test_a_bad_opie_option_stops_the_scheduler_with_one_line(tmp_path):
     assert done.returncode == 1
     assert done.stderr == (
         'opie-scheduler: [opie] heartbeat_interval is not valid: Should be '
-        'greater than or equal to 1 (allowed: an integer >= 1)\n')
+        'greater than or equal to 1 (allowed: an integer >= 1 and <= '
+        '31536000)\n')
 
 
 def test_a_changed_hook_is_named(monkeypatch):

@@ -15,7 +15,6 @@ victim never making a set cheaper, and a plugin multiplied by 0 only looks
 as if it counted. A plugin is named once: with two multipliers it is not
 clear which one the operator meant.
 """
-import math
 
 from stevedore import extension
 
@@ -52,6 +51,11 @@ class CostModel:
         return ','.join('%s=%g' % (p.name, m) for p, m in self.weighted)
 
 
+# The largest multiplier: a cost of any plugin stays finite when summed
+# over any victim set (costs are seconds, counts or fractions).
+MAX_MULTIPLIER = 1e9
+
+
 def parse_weights(spec):
     """``'period=1,count=0.5'`` (or a dict) -> {name: multiplier}."""
     if isinstance(spec, dict):
@@ -70,9 +74,12 @@ def parse_weights(spec):
         except (TypeError, ValueError):
             raise ValueError('cost plugin %r: multiplier %r is not a number'
                              % (name, value)) from None
-        if not math.isfinite(multiplier) or multiplier <= 0:
+        if not 0 < multiplier < float('inf'):
             raise ValueError('cost plugin %r: multiplier must be a finite '
                              'number > 0, got %r' % (name, value))
+        if multiplier > MAX_MULTIPLIER:
+            raise ValueError('cost plugin %r: multiplier must be at most '
+                             '%g, got %r' % (name, MAX_MULTIPLIER, value))
         if name in weights:
             raise ValueError('cost plugin %r is named twice (each may be '
                              'named once, with one multiplier)' % name)

@@ -167,10 +167,10 @@ def test_each_broken_setting_is_named(host, extra, subject, message):
      'finite number (allowed: a finite number >= 0)'),
     ('reconcile_interval = -5',
      '[opie] reconcile_interval is not valid: Should be greater than or '
-     'equal to 0 (allowed: an integer >= 0)'),
+     'equal to 0 (allowed: an integer >= 0 and <= 31536000)'),
     ('heartbeat_interval = 0',
      '[opie] heartbeat_interval is not valid: Should be greater than or '
-     'equal to 1 (allowed: an integer >= 1)'),
+     'equal to 1 (allowed: an integer >= 1 and <= 31536000)'),
     ('termination_mode = kill',
      "[opie] termination_mode is not valid: Valid values are [delete, "
      "shelve], but found 'kill' (allowed: one of delete, shelve)"),

@@ -56,6 +56,7 @@ def test_available_lists_the_entry_points():
     ('period=nan', 'must be a finite number > 0'),
     ('period=0', 'must be a finite number > 0'),
     ('count=-inf', 'must be a finite number > 0'),
+    ('period=1e308,age=1e308', r'must be at most 1e\+09'),
     ('period,count=2,period=3', "cost plugin 'period' is named twice"),
     ('period,,count', 'empty cost plugin name'),
 ])

@@ -36,11 +36,12 @@ def _error(tmp_path, lines):
     ('preemption_cost_weight_multiplier = nan', 'a finite number >= 0'),
     ('preemption_cost_weight_multiplier = -100', 'a finite number >= 0'),
     ('preemption_cost_weight_multiplier = -inf', 'a finite number >= 0'),
-    ('reconcile_interval = -5', 'an integer >= 0'),
-    ('reconcile_grace_period = -1', 'an integer >= 0'),
-    ('claimed_grace_period = -1', 'an integer >= 0'),
-    ('heartbeat_interval = 0', 'an integer >= 1'),
-    ('billing_period = 0', 'an integer >= 1'),
+    ('reconcile_interval = -5', 'an integer >= 0 and <= 31536000'),
+    ('reconcile_grace_period = -1', 'an integer >= 0 and <= 31536000'),
+    ('claimed_grace_period = -1', 'an integer >= 0 and <= 31536000'),
+    ('heartbeat_interval = 0', 'an integer >= 1 and <= 31536000'),
+    ('claimed_grace_period = 31536001', 'an integer >= 0 and <= 31536000'),
+    ('billing_period = 0', 'an integer >= 1 and <= 31536000'),
     ('max_victims = -2', 'an integer >= 0'),
     ('max_victims = many', 'an integer >= 0'),
     ('ranking = best', 'one of victims, all-preemptibles'),
@@ -63,7 +64,7 @@ def test_each_bad_value_is_one_line_naming_option_and_range(
 def test_a_reason_is_kept_but_not_the_file_location(tmp_path):
     assert _error(tmp_path, 'reconcile_interval = -5') == (
         '[opie] reconcile_interval is not valid: Should be greater than '
-        'or equal to 0 (allowed: an integer >= 0)')
+        'or equal to 0 (allowed: an integer >= 0 and <= 31536000)')
     assert _error(tmp_path, 'overcommit_weight_multiplier = nan') == (
         '[opie] overcommit_weight_multiplier is not valid: nan is not a '
         'finite number (allowed: a finite number >= 0)')

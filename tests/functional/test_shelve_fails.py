@@ -1,0 +1,39 @@
+"""Shelve mode: a victim whose snapshot fails on its compute (Glance down,
+a quota) does not run on with its room given away: it is deleted, and
+acted on once."""
+import datetime
+
+from oslo_utils import timeutils
+
+import nova.conf
+from nova import context as nova_context
+
+from tests.functional import test_telling
+
+CONF = nova.conf.CONF
+
+
+class ShelveFails(test_telling.OneHost):
+    OPIE = {'termination_mode': 'shelve'}
+
+    def setUp(self):
+        self.flags(shelved_offload_time=0)
+        super().setUp()
+
+    def test_a_victim_whose_snapshot_fails_is_deleted(self):
+        def snapshot(*args, **kwargs):
+            raise RuntimeError('glance is down')
+        self.stub_out('opie.testing.harness.PaperDriver.snapshot', snapshot)
+        self.boot('large', 'normal')
+        self.wait_for_terminations()
+        victim = self.victims[0]['id']
+        context = nova_context.get_admin_context()
+        now = timeutils.utcnow()
+        grace = datetime.timedelta(seconds=CONF.opie.claimed_grace_period)
+        reconciler = self.scheduler.manager.reconciler
+        for i in range(4):
+            reconciler.run(context, now=now + i * grace)
+        # The room went to 'normal': the victim must not run on, and it
+        # is acted on once.
+        self._wait_until_deleted(self.victims[0])
+        self.assertEqual(1, self.preempt_actions(victim))
