@@ -151,7 +151,8 @@ kills.
         help="""
 Most preemptible instances one request (all servers of a multi-create
 together) may terminate. 0 means no limit. A host that needs more victims
-is filtered out.
+is filtered out. The reconciler's repair of an overcommit takes as many as
+the overcommit needs.
 """),
     cfg.ListOpt(
         'preempt_on_move',

@@ -370,3 +370,22 @@ class Lease(base.OpieCloud):
 
         self.assertNotEqual(parent, worker.name)
         self.assertFalse(worker.acquire(self.context))
+
+
+class IdlePass(base.OpieCloud):
+    """What one reconcile pass costs Placement on a cloud where nothing
+    happened (the lease holder's load, documented in the design)."""
+    HOSTS = ('host-A', 'host-B', 'host-C')
+
+    def test_three_requests_per_node(self):
+        for host in self.HOSTS:
+            self.boot('small', 'p' + host, host=host, preemptible=True)
+        calls = []
+        self.count_placement_calls(calls)
+
+        self.scheduler.manager.reconciler.run(
+            nova_context.get_admin_context())
+
+        # Per node: inventories and usages (overcommit), allocations
+        # (claimed victims).
+        self.assertEqual(3 * len(self.HOSTS), len(calls), calls)
