@@ -34,6 +34,7 @@ from opie.core import flavor_spec
 from opie.core import preemptible
 from opie.nova import claim
 from opie.nova import manager as opie_manager
+from opie.nova import terminate
 from opie.testing import harness
 
 # Seconds a background termination may take before a test fails (a hang,
@@ -134,6 +135,43 @@ class OpieCloud(harness.OpieHarness):
             return real(context, data, consumers)
         self.stub_out('placement.handlers.allocation.create_allocation_list',
                       create_allocation_list)
+
+    def defer_terminations(self):
+        """The scheduler's background terminations wait for the test: each
+        call's (preemptions, request_info) is appended to the list
+        returned; terminate them with ``terminator.terminate(*call)``."""
+        deferred = []
+        self.scheduler.manager.terminator.terminate_later.side_effect = (
+            lambda *args: deferred.append(args))
+        return deferred
+
+    def before_the_act(self, competitor):
+        """Run ``competitor()`` once, when a terminator has read a victim
+        again and judged it, before it acts on it; the list returned is
+        empty once it ran."""
+        pending = [competitor]
+        real = terminate.spared
+
+        def spared(*args, **kwargs):
+            why = real(*args, **kwargs)
+            if pending:
+                pending.pop()()
+            return why
+        self.stub_out('opie.nova.terminate.spared', spared)
+        return pending
+
+    def claim_without_terminating(self, name, host):
+        """A scheduler worker takes ``name``, a preemptible on ``host``,
+        and dies before terminating it; its uuid."""
+        uuid = self.server(name)['id']
+        rp = self._get_provider_uuid_by_host(host)
+        client = self.scheduler.manager.placement_client
+        context = nova_context.get_admin_context()
+        self.assertIsNotNone(claim.write(
+            client, context, rp, claim.read_token(client, context, rp),
+            {uuid: claim.emptied(claim.read_victim(client, context,
+                                                   uuid))}))
+        return uuid
 
     def _track(self, terminate_later):
         def tracked(*args):

@@ -7,6 +7,26 @@ from opie.nova import hoststate
 from tests.functional import base
 
 
+def full_reads_of_host_a(test):
+    """Three normal boots, each preempting: for each, the full reads of
+    host-A it made. The first may read host-A in full; later ones catch
+    up from the cache."""
+    reads = []
+    real = hoststate.InstanceLoader._read
+
+    def spy(loader, cell_uuid, hosts=None, since=None):
+        reads.append(tuple(hosts or ()))
+        return real(loader, cell_uuid, hosts=hosts, since=since)
+    test.stub_out('opie.nova.hoststate.InstanceLoader._read', spy)
+    per_request = []
+    for i in range(3):
+        del reads[:]
+        test.boot('medium', 'N%d' % i)
+        test.wait_for_terminations()
+        per_request.append([h for h in reads if 'host-A' in h])
+    return per_request
+
+
 class UnconfirmedResize(base.OpieCloud):
     HOSTS = ('host-A', 'host-B')
 
@@ -26,22 +46,7 @@ class UnconfirmedResize(base.OpieCloud):
                       minutes=10 + i)
             self.boot('medium', 'PB%d' % i, host='host-B', preemptible=True,
                       minutes=40 + i)
-        reads = []
-        real = hoststate.InstanceLoader._read
-
-        def spy(loader, cell_uuid, hosts=None, since=None):
-            reads.append((tuple(hosts or ()), since is not None))
-            return real(loader, cell_uuid, hosts=hosts, since=since)
-        self.stub_out('opie.nova.hoststate.InstanceLoader._read', spy)
-
-        per_request = []
-        for i in range(3):
-            del reads[:]
-            self.boot('medium', 'N%d' % i)
-            self.wait_for_terminations()
-            per_request.append([h for h, _ in reads if 'host-A' in h])
-        # The first request may read host-A in full; later ones should
-        # catch up from the cache instead.
+        per_request = full_reads_of_host_a(self)
         self.assertIn('R', self.live_names())
         self.assertEqual([], per_request[1] + per_request[2], per_request)
 
@@ -66,18 +71,5 @@ class OddPreemptibleFlavor(base.OpieCloud):
                       minutes=40 + i)
         self.boot('medium', 'PB3', host='host-B', preemptible=True,
                   minutes=50)
-        reads = []
-        real = hoststate.InstanceLoader._read
-
-        def spy(loader, cell_uuid, hosts=None, since=None):
-            reads.append(tuple(hosts or ()))
-            return real(loader, cell_uuid, hosts=hosts, since=since)
-        self.stub_out('opie.nova.hoststate.InstanceLoader._read', spy)
-
-        per_request = []
-        for i in range(3):
-            del reads[:]
-            self.boot('medium', 'N%d' % i)
-            self.wait_for_terminations()
-            per_request.append([h for h in reads if 'host-A' in h])
+        per_request = full_reads_of_host_a(self)
         self.assertEqual([], per_request[1] + per_request[2], per_request)

@@ -7,7 +7,6 @@ from oslo_utils import timeutils
 import nova.conf
 from nova import context as nova_context
 
-from opie.nova import terminate
 from tests.functional import test_victims_left_running as attack
 
 CONF = nova.conf.CONF
@@ -20,29 +19,15 @@ class TwoProcessesOneVictim(attack.AttackBase):
         return self.now + datetime.timedelta(
             seconds=n * CONF.opie.claimed_grace_period)
 
-    def inside_spared(self, competitor):
-        real = terminate.spared
-        pending = [competitor]
-
-        def spared(*args):
-            why = real(*args)
-            if pending:
-                pending.pop()()
-            return why
-        self.stub_out('opie.nova.terminate.spared', spared)
-        return pending
-
     def test_reconciler_between_the_schedulers_read_and_act(self):
-        deferred = []
-        self.manager.terminator.terminate_later.side_effect = (
-            lambda *args: deferred.append(args))
+        deferred = self.defer_terminations()
         self.boot('medium', 'normal')
         [(preemptions, info)] = deferred
         [victim] = preemptions[0].victims
         other = self.other_worker().reconciler
         other.run(self.context, now=self.now)
         found = []
-        pending = self.inside_spared(
+        pending = self.before_the_act(
             lambda: found.extend(other.run(self.context, now=self.later())))
 
         happened = self.manager.terminator.terminate(preemptions, info)
@@ -59,7 +44,7 @@ class TwoProcessesOneVictim(attack.AttackBase):
         for reconciler in (self.manager.reconciler, other):
             reconciler.run(self.context, now=self.now)
         found = []
-        pending = self.inside_spared(
+        pending = self.before_the_act(
             lambda: found.extend(other.run(self.context, now=self.later())))
 
         found.extend(self.manager.reconciler.run(self.context,
@@ -73,7 +58,7 @@ class TwoProcessesOneVictim(attack.AttackBase):
     def test_owner_deletes_between_read_and_act(self):
         b2 = self.claim_without_terminating('B-2', 'host-B')
         self.manager.reconciler.run(self.context, now=self.now)
-        pending = self.inside_spared(
+        pending = self.before_the_act(
             lambda: self.member.delete_server(b2))
 
         found = self.manager.reconciler.run(self.context, now=self.later())
@@ -89,7 +74,7 @@ class TwoProcessesOneVictim(attack.AttackBase):
         b2 = self.claim_without_terminating('B-2', 'host-B')
         self.manager.reconciler.run(self.context, now=self.now)
         server = self.api.get_server(b2)
-        pending = self.inside_spared(
+        pending = self.before_the_act(
             lambda: self.member.post_server_action(b2, {'rebuild': {
                 'imageRef': server['image']['id']}}))
 

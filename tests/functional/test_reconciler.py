@@ -120,19 +120,6 @@ class Reconciler(base.OpieCloud):
                    for n in self.preempt_notifications()]
         self.assertEqual([None, 'claimed'], reasons)
 
-    def claim_without_terminating(self, name, host):
-        """A scheduler worker takes ``name`` and dies before terminating
-        it; its uuid."""
-        uuid = self.server(name)['id']
-        rp = self._get_provider_uuid_by_host(host)
-        client = self.manager.placement_client
-        self.assertIsNotNone(claim.write(
-            client, self.context, rp,
-            claim.read_token(client, self.context, rp),
-            {uuid: claim.emptied(claim.read_victim(client, self.context,
-                                                   uuid))}))
-        return uuid
-
     def test_a_pass_that_outlives_its_lease_stops_before_it_acts(self):
         b2 = self.claim_without_terminating('B-2', 'host-B')
         # Its room is taken: B-2 must go.
@@ -205,9 +192,7 @@ class Reconciler(base.OpieCloud):
         # when an operator heals allocations: B-2 holds its room again, on
         # the host whose room a normal server took.
         b2 = self.server('B-2')
-        deferred = []
-        self.manager.terminator.terminate_later.side_effect = (
-            lambda *args: deferred.append(args))
+        deferred = self.defer_terminations()
         self.boot('medium', 'normal')
         [(preemptions, info)] = deferred
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', io.StringIO()))

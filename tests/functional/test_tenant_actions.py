@@ -4,7 +4,6 @@ The owner (a project member, not an admin) locks, rescues, stops,
 suspends, pauses or resizes its preemptible servers and never confirms:
 a normal boot still gets its room. Only an operator's lock protects one.
 """
-from opie.nova import terminate
 from tests.functional import base
 from tests.functional import test_preemption
 
@@ -99,15 +98,7 @@ class OwnerRevertsAVictim(base.OpieCloud):
         self.boot('small', 'SA', host='host-A')
         self.boot('large', 'LB', host='host-B')
         self.boot('medium', 'MB', host='host-B')
-        self.deferred = []
-        terminator = self.scheduler.manager.terminator
-        self.stub_out_terminate_later(terminator)
-
-    def stub_out_terminate_later(self, terminator):
-        # The background termination runs when the test says so.
-        def later(preemptions, request_info):
-            self.deferred.append((preemptions, request_info))
-        terminator.terminate_later.side_effect = later
+        self.deferred = self.defer_terminations()
 
     def revert(self):
         self.member.post_server_action(self.resized['id'],
@@ -141,16 +132,7 @@ class OwnerRevertsAVictim(base.OpieCloud):
 
     def test_reverted_between_the_terminators_read_and_its_act(self):
         self.boot('medium', 'normal')
-        real = terminate.spared
-        reverting = [True]
-
-        def spared(*args):
-            why = real(*args)
-            if reverting:
-                reverting.pop()
-                self.revert()
-            return why
-        self.stub_out('opie.nova.terminate.spared', spared)
+        reverting = self.before_the_act(self.revert)
 
         happened = self.terminate_deferred()
 

@@ -19,7 +19,6 @@ import nova.conf
 from nova import context as nova_context
 from nova import objects
 
-from opie.nova import claim
 from opie.nova import terminate
 from tests.functional import base
 from tests.functional import test_preemption
@@ -38,14 +37,7 @@ class AttackBase(base.OpieCloud):
         self.member = self.api_fixture.api
 
     def claim_without_terminating(self, name, host):
-        uuid = self.server(name)['id']
-        rp = self._get_provider_uuid_by_host(host)
-        client = self.manager.placement_client
-        self.assertIsNotNone(claim.write(
-            client, self.context, rp,
-            claim.read_token(client, self.context, rp),
-            {uuid: claim.emptied(claim.read_victim(client, self.context,
-                                                   uuid))}))
+        uuid = super().claim_without_terminating(name, host)
         # A normal server takes its room, as the request it was taken for
         # did: it cannot be given back.
         self.boot('medium', 'taker-' + name, host=host)
@@ -150,22 +142,12 @@ class TwoHosts(AttackBase):
     HOSTS = ('host-A', 'host-B')
 
     def test_operator_lock_between_read_and_act(self):
-        deferred = []
-        self.manager.terminator.terminate_later.side_effect = (
-            lambda *args: deferred.append(args))
+        deferred = self.defer_terminations()
         self.boot('medium', 'normal')
         [(preemptions, info)] = deferred
         [victim] = preemptions[0].victims
-        real = terminate.spared
-        locking = [True]
-
-        def spared(*args):
-            why = real(*args)
-            if locking:
-                locking.pop()
-                self.lock_as_operator(victim.uuid)
-            return why
-        self.stub_out('opie.nova.terminate.spared', spared)
+        locking = self.before_the_act(
+            lambda: self.lock_as_operator(victim.uuid))
         self.manager.terminator.terminate(preemptions, info)
         self.assertEqual([], locking)
         # The lock protects from being chosen; set after the victim's room
