@@ -67,6 +67,10 @@ def test_preemptible_servers_count_against_unified_limits(
         preemptible_vcpu_limit):
     alpha = lab.nova('lab-alpha')
     allowed = lab.boot(alpha, 'within', 'small-preemptible', count=2)
+    # Nova counts usage from Placement: only once the scheduler has
+    # placed them do they count (state, not a race with the scheduler).
+    assert {s.status for s in lab.settled(set(allowed)).values()} == {
+        'ACTIVE'}
     with pytest.raises(nova_exc.Forbidden) as refused:
         lab.boot(alpha, 'beyond', 'small-preemptible')
     assert 'CUSTOM_PREEMPTIBLE_VCPU' in str(refused.value)
