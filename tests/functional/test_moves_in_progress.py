@@ -114,6 +114,11 @@ class MidMove(base.OpieCloud):
                               extra_post_args={'host': 'host-B'})
         self.assert_nothing_preempted()
 
+    def test_shelve_taking_its_snapshot(self):
+        self.pause_in('snapshot')
+        self._shelve_server(self.mover)
+        self.assert_nothing_preempted()
+
     def test_unshelve_spawning_on_a_named_host(self):
         self._shelve_server(self.mover)
         self.pause_in('spawn')
