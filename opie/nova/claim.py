@@ -79,14 +79,26 @@ def read(client, context, url, version='1.9'):
 
 def read_token(client, context, provider_uuid):
     """The host token's generation now (:data:`token.ABSENT` if none)."""
-    return token.parse(read(client, context, '/allocations/%s'
-                            % token.consumer(provider_uuid), VERSION))
+    return token.parse(read_consumer(client, context,
+                                     token.consumer(provider_uuid)))
+
+
+def held(client, context, uuid):
+    """What consumer ``uuid`` holds in Placement now: provider uuid ->
+    ``{'resources': ...}`` (empty if nothing)."""
+    return read_consumer(client, context, uuid).get('allocations') or {}
+
+
+def read_consumer(client, context, uuid):
+    """Placement's body of ``GET /allocations/{uuid}`` (with the consumer
+    generation and owner)."""
+    return read(client, context, '/allocations/%s' % uuid, VERSION)
 
 
 def read_victim(client, context, uuid):
     """Victim ``uuid`` as Placement holds it: a :class:`Claim`, or None
     if it holds nothing (taken, or deleted by its owner)."""
-    current = read(client, context, '/allocations/%s' % uuid, VERSION)
+    current = read_consumer(client, context, uuid)
     if not current.get('allocations'):
         LOG.info('OPIE: victim %s holds no allocations', uuid)
         return None

@@ -160,8 +160,7 @@ class HostRecord:
         # Placement may count more than the instances listed (placements
         # of this request, ineligible instances): that part occupies h_f
         # but cannot be preempted.
-        unlisted = res.Resources(*(max(0, used - seen) for used, seen in
-                                   zip(self.preemptible_used, listed)))
+        unlisted = listed.shortfall(self.preemptible_used)
         return core_host.Host(self.host, self.capacity,
                               self.normal_used + unlisted,
                               tuple(self.preemptibles or ()))
@@ -328,8 +327,8 @@ class InstanceLoader:
         again on every request, and forgotten as it shrinks."""
         unseen = []
         for record, node in zip(records, nodes):
-            excess = _excess(record.preemptible_used, res.total(
-                i.resources for i in found[node]))
+            excess = res.total(i.resources for i in found[node]).shortfall(
+                record.preemptible_used)
             known = self.cache.unexplained(cell_uuid, node)
             if not known.covers(excess):
                 unseen.append((record, node))
@@ -341,9 +340,9 @@ class InstanceLoader:
             self._read, cell_uuid, [n for _, n in unseen],
             [n for _, n in unseen]))
         for record, node in unseen:
-            self.cache.explain(cell_uuid, node, _excess(
-                record.preemptible_used,
-                res.total(i.resources for i in found[node])))
+            self.cache.explain(cell_uuid, node, res.total(
+                i.resources for i in found[node]).shortfall(
+                    record.preemptible_used))
 
     def _drop_claimed(self, record, listed):
         # Only instances holding nothing (claimed victims, and rows the
@@ -410,12 +409,6 @@ class InstanceLoader:
                  else core_instance(i),
                  _naive_utc(i.updated_at or i.created_at))
                 for i in found]
-
-
-def _excess(used, listed):
-    """How much of ``used`` (Placement) ``listed`` does not explain."""
-    return res.Resources(*(max(0, u - seen) for u, seen in zip(used,
-                                                               listed)))
 
 
 def _rows(cctxt, uuids):

@@ -75,8 +75,7 @@ class Lease:
     def acquire(self, context):
         """Renew or take the lease: True if this process holds it now."""
         self._ensure_provider(context)
-        current = claim.read(self._client, context, '/allocations/%s'
-                             % CONSUMER_UUID, claim.VERSION)
+        current = claim.read_consumer(self._client, context, CONSUMER_UUID)
         generation = token.parse(current)
         held_by = current.get('user_id') if current.get('allocations') \
             else None

@@ -318,8 +318,8 @@ class ClaimingClient:
         would PUT it: a move keeps its source allocations. A known
         ``boot`` holds none: no need to ask."""
         entry = copy.deepcopy(alloc_request)
-        current = {} if boot else claim.read(
-            self._client, context, '/allocations/%s' % uuid, claim.VERSION)
+        current = ({} if boot else
+                   claim.read_consumer(self._client, context, uuid))
         if current.get('allocations'):
             generation = entry.get('consumer_generation',
                                    current['consumer_generation'])

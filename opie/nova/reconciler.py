@@ -171,7 +171,7 @@ class Reconciler:
         its room was taken)."""
         back = [i for i in instances
                 if i.task_state not in preemptible.LEAVING_TASK_STATES
-                and not self._holds_any(context, i.uuid)]
+                and not claim.held(self.placement_client, context, i.uuid)]
         lost = self._give_back(context, record, back) if back else []
         return lost + [i for i in instances if i not in back]
 
@@ -190,11 +190,6 @@ class Reconciler:
             LOG.info('OPIE: instances %s left the cell database meanwhile',
                      sorted(set(by_uuid) - {c.uuid for c in claims}))
         return lost
-
-    def _holds_any(self, context, uuid):
-        """Does the instance hold allocations anywhere?"""
-        return bool(claim.read(self.placement_client, context,
-                               '/allocations/%s' % uuid)['allocations'])
 
     # h_f overcommit ------------------------------------------------------
     def _overcommitted(self, context, host_states, now, renew):

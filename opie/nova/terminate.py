@@ -216,10 +216,11 @@ class Terminator:
         # Right before acting: what the database and Placement say now.
         instance = self.compute_api.get(context, uuid,
                                         expected_attrs=['flavor'])
-        why = spared(instance, self._held(context, uuid), preemption,
-                     lambda: hoststate.over_capacity(
-                         report.report_client_singleton(), context,
-                         preemption.provider_uuid), left)
+        placement = report.report_client_singleton()
+        why = spared(instance, claim.held(placement, context, uuid),
+                     preemption, lambda: hoststate.over_capacity(
+                         placement, context, preemption.provider_uuid),
+                     left)
         if why is None:
             self._act(context, mapping.cell_mapping, instance, shelving)
         return why
@@ -267,12 +268,6 @@ class Terminator:
             raise
         if not self._recorded(cell_mapping, instance.uuid):
             self._record_action(cell_mapping, instance.uuid)
-
-    def _held(self, context, uuid):
-        """The victim's allocations in Placement now: provider uuid ->
-        resources."""
-        return claim.read(report.report_client_singleton(), context,
-                          '/allocations/%s' % uuid)['allocations']
 
     @staticmethod
     def _recorded(cell_mapping, uuid):
