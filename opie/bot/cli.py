@@ -360,6 +360,15 @@ def _servers(count):
 
 def _run_openstack(live, args):
     plan = _load_plan(args)
+    if args.controller:
+        from opie.bot import controller
+        controller.launch(plan, args.job, _settings(live, args),
+                          datadir.jobs(args.data_dir), args.controller_flavor,
+                          _say(args))
+        return 0
+    if args.controller_flavor:
+        raise InputError('opie-bot run: --controller-flavor needs '
+                         '--controller')
     ctx = live.start(plan, args.job, _settings(live, args),
                      datadir.jobs(args.data_dir), _say(args))
     return _drive(live, ctx, args)
@@ -369,6 +378,9 @@ def cmd_resume(args):
     _check_dirs(args)
 
     def resume(live, args):
+        from opie.bot import controller
+        controller.take_back(datadir.jobs(args.data_dir), args.job_id,
+                             args.os_cloud)
         ctx = live.resume(datadir.jobs(args.data_dir), args.job_id,
                           args.os_cloud)
         _say(args)('job %s resumed' % ctx.job_id)
@@ -380,11 +392,15 @@ def cmd_status(args):
     _check_dirs(args)
 
     def status(live, args):
-        st = live.status(datadir.jobs(args.data_dir), args.job_id)
+        from opie.bot import controller
+        st = controller.status(datadir.jobs(args.data_dir), args.job_id,
+                               datadir.reports(args.data_dir))
         if args.format == 'json':
             _print_json(st)
             return 0
         _status_lines(st)
+        if 'controller' in st:
+            print(controller.describe(st['controller']))
         return 0
     return _cloud_command(status, args)
 
@@ -448,6 +464,9 @@ def cmd_cancel(args):
     _check_dirs(args)
 
     def cancel(live, args):
+        from opie.bot import controller
+        controller.cancel(datadir.jobs(args.data_dir), args.job_id,
+                          args.os_cloud, _say(args))
         kept, state = live.cancel(datadir.jobs(args.data_dir), args.job_id,
                                   args.os_cloud, args.delete_results)
         objects = ('its objects are deleted, results too'
@@ -517,7 +536,9 @@ MAX_OPTION = 1e6
 CLOUD_OPTIONS = (('--os-cloud', 'os_cloud'), ('--image', 'image'),
                  ('--network', 'network'), ('--store', 'store'),
                  ('--speed', 'speed'), ('--poll', 'poll'),
-                 ('--agent-poll', 'agent_poll'), ('--retries', 'retries'))
+                 ('--agent-poll', 'agent_poll'), ('--retries', 'retries'),
+                 ('--controller', 'controller'),
+                 ('--controller-flavor', 'controller_flavor'))
 
 
 def _number(text, low, high, kind=float, low_included=True):
@@ -579,6 +600,12 @@ def _cloud_options(parser):
     group.add_argument('--retries', type=_count,
                        help='reruns of a task whose command fails '
                        '(default 0)')
+    group.add_argument('--controller', action='store_const', const=True,
+                       help='run the client on a normal server of the '
+                       'project, so the job goes on with this machine off')
+    group.add_argument('--controller-flavor', metavar='FLAVOR',
+                       help="the controller's normal flavor (default: the "
+                       "job's smallest)")
 
 
 def _data_dir_option(parser):

@@ -156,6 +156,7 @@ class Journal(ports.StateStore):
         self.path = path
         self.secrets = ()
         self._held = False
+        self._listeners = []
         self._fd = _open_journal(path, create)
         self._db = None
         try:
@@ -273,12 +274,21 @@ class Journal(ports.StateStore):
     # -- the port ---------------------------------------------------------
 
     def append(self, record):
-        body = json.dumps(redacted(record, self.secrets), sort_keys=True)
+        stored = redacted(record, self.secrets)
+        body = json.dumps(stored, sort_keys=True)
         self._check_name()
         with self._sql():
             self._db.execute(
                 'INSERT INTO records (t, event, body) VALUES (?, ?, ?)',
                 (record['t'], record['event'], body))
+        for listener in self._listeners:
+            listener(json.loads(body))
+
+    def watch(self, callback):
+        """Call ``callback(record)`` once each record is committed, as
+        :meth:`records` will read it, before :meth:`append` returns (so
+        before the client acts on it)."""
+        self._listeners.append(callback)
 
     def records(self):
         with self._sql():

@@ -119,12 +119,20 @@ def _guard(call, *args):
         raise CloudError(errors.describe(exc)) from None
 
 
-def start(plan, job_path, settings, jobs_dir, say=print):
-    """Validate against the cloud, then create the journal and start."""
-    with open(job_path, encoding='utf-8') as f:
-        source = f.read()
-    job = plan.job
-    job_id = '%s-%s' % (job.name, secrets.token_hex(3))
+def new_job_id(job):
+    return '%s-%s' % (job.name, secrets.token_hex(3))
+
+
+def start(plan, job_path, settings, jobs_dir, say=print, source=None,
+          job_id=None, t0=None, watch=None):
+    """Validate against the cloud, then create the journal and start.
+    A controller (:mod:`opie.bot.controller`) passes the job file's text,
+    the id and start time its tenant gave the job, and ``watch``, which
+    sees every record as it is committed."""
+    if source is None:
+        with open(job_path, encoding='utf-8') as f:
+            source = f.read()
+    job_id = job_id or new_job_id(plan.job)
     conn = _connect(settings)
     path = journal_mod.path_for(jobs_dir, job_id)
     try:
@@ -133,7 +141,9 @@ def start(plan, job_path, settings, jobs_dir, say=print):
     except journal_mod.JournalError as exc:
         raise ValueError(str(exc)) from None
     journal.secrets = conn.secrets
-    t0 = time.time()
+    if watch is not None:
+        journal.watch(watch)
+    t0 = time.time() if t0 is None else t0
     try:
         ctx = _guard(Job, journal, plan, settings, job_id, t0, conn)
     except CloudError:
@@ -188,8 +198,10 @@ def _state(journal, meta, records=None):
     return lifecycle.state(meta.get('status'), events, journal.driven())
 
 
-def resume(jobs_dir, job_id, cloud=None):
+def resume(jobs_dir, job_id, cloud=None, watch=None):
     journal, meta, job, settings, conn = _reopen(jobs_dir, job_id, cloud)
+    if watch is not None:
+        journal.watch(watch)
     state = _state(journal, meta)
     if state in lifecycle.FINAL:
         try:

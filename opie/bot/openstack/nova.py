@@ -65,15 +65,20 @@ def nova_flavor_name(name, preemptible):
     return name + (rc.NAME_SUFFIX if preemptible else '')
 
 
+def client(conn):
+    """A novaclient on the connection's session, at :data:`API_VERSION`."""
+    compute = conn.endpoint_args('compute')
+    return nova_client.Client(
+        API_VERSION, session=conn.session,
+        endpoint_override=compute['endpoint_override'],
+        region_name=compute['region_name'],
+        endpoint_type=compute['interface'])
+
+
 class NovaCloud(ports.Cloud):
     def __init__(self, conn, job_id, image, network, journal, clock,
                  user_data, unshelve_every_s=60.0):
-        compute = conn.endpoint_args('compute')
-        self.nova = nova_client.Client(
-            API_VERSION, session=conn.session,
-            endpoint_override=compute['endpoint_override'],
-            region_name=compute['region_name'],
-            endpoint_type=compute['interface'])
+        self.nova = client(conn)
         self.images = adapter.Adapter(
             conn.session, default_microversion=IMAGE_PROXY_VERSION,
             **conn.endpoint_args('compute'))

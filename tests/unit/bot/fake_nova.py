@@ -51,9 +51,14 @@ class Servers:
                meta=None, tags=None):
         sid = 'srv-%03d' % next(self._ids)
         self.all[sid] = Server(sid, name, flavor, meta, tags)
-        # The agent's settings: the literal after its last line's call.
-        self.owner.configs[sid] = json.loads(ast.literal_eval(
+        # The agent's (or controller's) settings: the literal after its
+        # last line's call.
+        config = json.loads(ast.literal_eval(
             userdata.rsplit('main(json.loads(', 1)[1].rsplit('))', 1)[0]))
+        if 'controller.main(' in userdata:
+            self.owner.controllers[sid] = config
+        else:
+            self.owner.configs[sid] = config
         return self.all[sid]
 
     def get(self, sid):
@@ -99,6 +104,7 @@ class FakeNova:
             Flavor(nova.nova_flavor_name(f, p))
             for f in flavors for p in (False, True)])
         self.configs = {}
+        self.controllers = {}   # server id -> the controller's settings
         self.error_flavors = set()
         self.hang = set()
         self.hang_once = set()  # hang on the first attempt only
@@ -117,7 +123,7 @@ class FakeNova:
                     in self.error_flavors else 'ACTIVE'
                 self.seen.add(server.status)
                 server.updated = _now()
-            elif server.status == 'ACTIVE':
+            elif server.status == 'ACTIVE' and sid in self.configs:
                 self._agent(self.configs[sid])
 
     def _agent(self, config):
@@ -155,10 +161,11 @@ class Killed(BaseException):
     """The client's SIGKILL: nothing after it runs, not even handlers."""
 
 
-def killer(monkeypatch, after):
+def killer(monkeypatch, after, event=None):
     """Kill the client right after the journal's ``after``-th record of
-    this run (None: never); the journals it opens, which the test closes
-    as the OS closes a process's files when it ends."""
+    this run (None: never), counting only ``event`` records if given; the
+    journals it opens, which the test closes as the OS closes a
+    process's files when it ends."""
     opened = []
     init, append = journal_mod.Journal.__init__, journal_mod.Journal.append
     count = itertools.count(1)
@@ -169,7 +176,8 @@ def killer(monkeypatch, after):
 
     def appending(self, record):
         append(self, record)
-        if after is not None and next(count) == after:
+        if after is not None and event in (None, record['event']) and \
+                next(count) == after:
             raise Killed()
     monkeypatch.setattr(journal_mod.Journal, '__init__', opening)
     monkeypatch.setattr(journal_mod.Journal, 'append', appending)
