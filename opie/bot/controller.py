@@ -51,6 +51,7 @@ runs :func:`main` with the job and the credential, as the agents'
 scripts carry theirs.
 """
 import dataclasses
+from importlib import metadata
 import json
 import os
 import secrets
@@ -68,6 +69,7 @@ from opie.bot import journal as journal_mod
 from opie.bot import lifecycle
 from opie.bot import paths
 from opie.bot import planner
+from opie.bot.openstack import clock as clock_mod
 from opie.bot.openstack import credentials
 from opie.bot.openstack import live
 from opie.bot.openstack import nova
@@ -159,7 +161,7 @@ def launch(plan, job_path, settings, jobs_dir, flavor=None, say=print):
                              'created' % exc) from None
     made = _Made(conn, credential)
     try:
-        return _launch(plan, job_path, source, settings, jobs_dir, flavor,
+        return _launch(job_path, source, settings, jobs_dir, flavor,
                        flavor_id, job_id, conn, client, checker.image,
                        made, say)
     except BaseException:
@@ -189,7 +191,7 @@ class _Made:
             credentials.delete(self.conn, self.credential['id'])
 
 
-def _launch(plan, job_path, source, settings, jobs_dir, flavor, flavor_id,
+def _launch(job_path, source, settings, jobs_dir, flavor, flavor_id,
             job_id, conn, client, image, made, say):
     credential = made.credential
     path = journal_mod.path_for(jobs_dir, job_id)
@@ -280,7 +282,6 @@ def user_data(config):
 
 def _requirement():
     """The release the tenant runs, for an image without opie."""
-    from importlib import metadata
     try:
         return '%s==%s' % (REQUIREMENT, metadata.version(REQUIREMENT))
     except metadata.PackageNotFoundError:
@@ -288,8 +289,7 @@ def _requirement():
 
 
 def _clock(t0, settings):
-    from opie.bot.openstack import clock
-    return clock.RealClock(t0, settings.speed)
+    return clock_mod.RealClock(t0, settings.speed)
 
 
 # -- the tenant's side: status, resume, cancel -------------------------------
@@ -311,9 +311,11 @@ def _view(jobs_dir, job_id, conn=None, reports_dir=None):
             journal.close()
             journal, meta, _ = _locked(jobs_dir, job_id)
             ctl = _sync(journal, meta, settings, conn, reports_dir)
-        # Holding the lock, this command is no client driving the job.
+        # Holding the lock, this command is no client driving the job;
+        # once taken back, a local client may be.
         state = lifecycle.state(meta.get('status'), [
-            r['event'] for r in journal.records()], driven=False)
+            r['event'] for r in journal.records()],
+            driven=bool(ctl.get('taken_back')) and journal.driven())
         server_state = _server_state(conn, ctl)
         if state in (lifecycle.DONE, lifecycle.CANCELLED,
                      lifecycle.STOPPED) and not ctl.get('taken_back'):

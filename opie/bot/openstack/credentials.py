@@ -50,6 +50,7 @@ def keystone_less(conn):
 
 def _identity(conn):
     return adapter.Adapter(conn.session, service_type='identity',
+                           version=(3, 0),
                            interface=conn.region.get_interface('identity'),
                            region_name=conn.region.get_region_name(
                                'identity') or None)
