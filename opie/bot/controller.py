@@ -53,6 +53,7 @@ scripts carry theirs.
 import dataclasses
 from importlib import metadata
 import json
+import math
 import os
 import secrets
 import sys
@@ -88,6 +89,10 @@ ALIVE = ('ACTIVE', 'BUILD', 'REBOOT', 'HARD_REBOOT', 'MIGRATING')
 GONE = 'DELETED'
 # Records published before the controller acts on them.
 AT_ONCE = ('server_creating',)
+# Records that end the job: published only once the report is in the
+# store, so that the tenant's side, which deletes a finished job's
+# controller, never deletes it while it writes the report.
+LAST = ('done', 'stopped')
 # How long a cancel waits for the controller, in polls (at least a
 # minute): it reads the request at its next poll, then deletes servers.
 CANCEL_POLLS = 60
@@ -100,7 +105,9 @@ class CancelRequested(Exception):
 
 
 def tag_for(job_id):
-    return 'opie-controller-%s' % job_id
+    """The controller's Nova tag: at most 60 characters, as Nova wants,
+    for the longest job id (see :data:`opie.bot.schema`)."""
+    return 'opie-ctl-%s' % job_id
 
 
 # -- the tenant's side: start -------------------------------------------------
@@ -160,6 +167,7 @@ def launch(plan, job_path, settings, jobs_dir, flavor=None, say=print):
             raise ValueError('opie-bot run --controller: %s; nothing was '
                              'created' % exc) from None
     made = _Made(conn, credential)
+    made.job_id = job_id
     try:
         return _launch(job_path, source, settings, jobs_dir, flavor,
                        flavor_id, job_id, conn, client, checker.image,
@@ -178,8 +186,12 @@ class _Made:
         self.journal = None
         self.store = None
         self.server = None
+        self.nonce = None
 
     def undo(self):
+        if self.server is None and self.nonce is not None:
+            # The create call may have reached Nova with no answer back.
+            self.server = _by_nonce(self.conn, self.job_id, self.nonce)
         if self.server is not None:
             nova.client(self.conn).servers.delete(self.server)
         if self.store is not None:
@@ -189,6 +201,15 @@ class _Made:
             os.unlink(self.journal.path)
         if self.credential is not None:
             credentials.delete(self.conn, self.credential['id'])
+
+
+def _by_nonce(conn, job_id, nonce):
+    """The id of the job's controller server made by the create call of
+    ``nonce``, or None."""
+    found = [s.id for s in nova.client(conn).servers.list(
+        search_opts={'tags': tag_for(job_id)})
+        if (s.metadata or {}).get(nova.NONCE) == nonce]
+    return found[0] if len(found) == 1 else None
 
 
 def _launch(job_path, source, settings, jobs_dir, flavor, flavor_id,
@@ -222,7 +243,7 @@ def _launch(job_path, source, settings, jobs_dir, flavor, flavor_id,
               'job_source': source, 't0': t0,
               'settings': dict(dataclasses.asdict(settings), cloud=CLOUD),
               'cloud': credentials.cloud_entry(conn, credential)}
-    nonce = secrets.token_hex(8)
+    nonce = made.nonce = secrets.token_hex(8)
     journal.append({'t': clock.now(), 'event': 'controller_creating',
                     'nonce': nonce, 'flavor': flavor})
     server = live._guard(lambda: client.servers.create(
@@ -345,22 +366,70 @@ def _locked(jobs_dir, job_id):
 
 def _sync(journal, meta, settings, conn, reports_dir):
     """Copy the controller's new records and its report, if any."""
-    ctl = meta['controller']
+    ctl = _found(journal, meta, conn, meta['controller'])
     try:
         store, _ = stores.open_store(settings.store, meta['job_id'], conn,
                                      create=False)
     except stores.StoreError:
         return ctl      # deleted with its results: nothing to copy
-    published = live._guard(agent.read_json, store, JOURNAL_KEY)
+    published = _published(store)
     if published is None:
         return ctl
-    records = published['records']
-    for record in records[ctl.get('seen', 0):]:
+    records, heartbeat = published
+    seen = ctl.get('seen', 0)
+    # An older copy of the object (Swift may answer one after an
+    # overwrite) has fewer records: nothing new, and none copied twice.
+    for record in records[seen:]:
         journal.append(record)
-    ctl = dict(ctl, seen=len(records), heard=published['heartbeat'])
+    ctl = dict(ctl, seen=max(seen, len(records)), heard=heartbeat)
     journal.set_meta(controller=ctl)
     if reports_dir is not None:
         _copy_report(store, reports_dir, meta['job_id'])
+    return ctl
+
+
+def _published(store):
+    """(records, heartbeat) of the controller's published journal, or
+    None if there is none or it is not one: whatever the store holds,
+    ``status`` answers and ``cancel`` and ``resume`` go on from what the
+    tenant's journal already has."""
+    try:
+        published = live._guard(agent.read_json, store, JOURNAL_KEY)
+    except ValueError:      # not JSON, not UTF-8
+        return None
+    if not isinstance(published, dict):
+        return None
+    records, heartbeat = published.get('records'), published.get(
+        'heartbeat')
+    if not isinstance(records, list) or not _number(heartbeat) or not all(
+            isinstance(r, dict) and _number(r.get('t'))
+            and isinstance(r.get('event'), str) for r in records):
+        return None
+    return records, heartbeat
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(
+        value, bool) and math.isfinite(value)
+
+
+def _found(journal, meta, conn, ctl):
+    """``ctl`` with its server, if a tenant's client killed in ``run
+    --controller`` left it only in the journal's records (the create's
+    answer) or in Nova (the nonce of a create whose answer was lost)."""
+    if ctl.get('server'):
+        return ctl
+    server = None
+    for r in journal.records():
+        if r['event'] == 'controller_create':
+            server = r['server']
+        elif r['event'] == 'controller_creating' and server is None:
+            server = live._guard(_by_nonce, conn, meta['job_id'],
+                                 r['nonce'])
+    if server is None:
+        return ctl
+    ctl = dict(ctl, server=server)
+    journal.set_meta(controller=ctl)
     return ctl
 
 
@@ -389,8 +458,10 @@ def _clean_up(journal, meta, conn, ctl, server_state):
     clock = _clock(meta['t0'], live.Settings(**meta['settings']))
     if server_state != GONE:
         _delete_server(journal, clock, conn, ctl['server'], 'job over')
-    if ctl.get('credential'):
-        live._guard(credentials.delete, conn, ctl['credential'])
+    # Keystone may refuse or fail: the credential stays journalled as
+    # live, for the next command to delete.
+    if ctl.get('credential') and live._guard(credentials.delete, conn,
+                                             ctl['credential']):
         journal.append({'t': clock.now(), 'event': 'credential_delete',
                         'credential': ctl['credential']})
         ctl = dict(ctl, credential=None)
@@ -443,7 +514,8 @@ def take_back(jobs_dir, job_id, cloud=None):
     """Before a local ``resume``: refuse while the controller lives;
     otherwise delete what is left of it and its credential, so that the
     job has one driver again: this machine."""
-    view = _view(jobs_dir, job_id, _cloud(jobs_dir, job_id, cloud))
+    view = _view(jobs_dir, job_id, _cloud(jobs_dir, job_id, cloud),
+                 _reports(jobs_dir))
     if view is None or view['taken_back']:
         return
     if view['server_state'] in ALIVE and view['state'] not in \
@@ -453,6 +525,14 @@ def take_back(jobs_dir, job_id, cloud=None):
             'stops it; resume takes the job back once that server is gone'
             % (job_id, view['server'], view['server_state'], job_id))
     _fence(jobs_dir, job_id, cloud, 'taken back')
+
+
+def _reports(jobs_dir):
+    """The reports directory beside ``jobs_dir`` (:mod:`datadir`): a
+    report the controller left is copied before the job is taken back
+    (no ``status`` copies it after) or cancelled (which deletes it from
+    the store with the job's other objects)."""
+    return datadir.reports(os.path.dirname(os.path.abspath(jobs_dir)))
 
 
 def _cloud(jobs_dir, job_id, cloud):
@@ -494,7 +574,7 @@ def cancel(jobs_dir, job_id, cloud=None, say=print):
     journal knows its last servers); then it is fenced, whatever it did.
     """
     conn = _cloud(jobs_dir, job_id, cloud)
-    view = _view(jobs_dir, job_id, conn)
+    view = _view(jobs_dir, job_id, conn, _reports(jobs_dir))
     if view is None or view['taken_back']:
         return
     journal, meta, _ = live._load(jobs_dir, job_id)
@@ -528,11 +608,14 @@ def _pause(seconds):
 
 class Publisher:
     """Publishes the controller's journal to the job's store, as the
-    journal commits it, and reads the tenant's cancel request there."""
+    journal commits it, and reads the tenant's cancel request there.
+    Until :attr:`final`, the records from the job's end (:data:`LAST`)
+    on are held back."""
 
     def __init__(self, store):
         self.store = store
         self.records = []
+        self.final = False
 
     def record(self, record):
         self.records.append(record)
@@ -540,13 +623,26 @@ class Publisher:
             self.publish()
 
     def publish(self):
+        records = self.records
+        if not self.final:
+            ends = [i for i, r in enumerate(records) if r['event'] in LAST]
+            records = records[:ends[0]] if ends else records
         agent.write_json(self.store, JOURNAL_KEY,
-                         {'records': self.records, 'heartbeat': time.time()})
+                         {'records': records, 'heartbeat': time.time()})
 
     def tick(self, snapshot=None):
-        """At every poll: publish, then stop if asked to."""
-        self.publish()
-        if agent.read_json(self.store, CANCEL_KEY) is not None:
+        """At every poll: publish, then stop if asked to (whatever the
+        request holds).  A store that fails is asked again at the next
+        poll, as the loop retries its own calls: one error of Swift must
+        not end the only client of the job."""
+        try:
+            self.publish()
+            asked = self.store.get(CANCEL_KEY) is not None
+        except live.CLOUD_ERRORS + (OSError,) as exc:
+            _console('the job\'s store failed (%s); again at the next poll'
+                     % type(exc).__name__)
+            return
+        if asked:
             raise CancelRequested()
 
 
@@ -584,14 +680,44 @@ def main(config, workdir=None):
         # Results and this journal stay for the tenant's side, whose own
         # cancel deletes them if asked.
         live.cancel(jobs_dir, job_id, CLOUD)
+        # The cancel's records too (its own journal): the tenant's side
+        # must see a cancelled job even if it did not wait for it.
+        publisher.records = _records(jobs_dir, job_id)
     else:
         own = agent.read_json(store, SERVER_KEY)
-        rep = live.build_report(ctx)
-        ctx.journal.close()
-        store.put(REPORT_KEY + '.json', json.dumps(rep, indent=1).encode())
-        store.put(REPORT_KEY + '.html', html.render(rep).encode())
+        try:
+            rep = live.build_report(ctx)
+            store.put(REPORT_KEY + '.json',
+                      json.dumps(rep, indent=1).encode())
+            store.put(REPORT_KEY + '.html', html.render(rep).encode())
+        except Exception as exc:    # the job is over all the same
+            _console('no report: %s: %s' % (type(exc).__name__, exc))
+        finally:
+            ctx.journal.close()
     # The last word, then this server goes: the tenant's side reads the
     # one, Nova ends the other (and this process with it).
+    publisher.final = True
     publisher.publish()
-    if own is not None:
+    if own is not None and _is_own(conn, own['server'], job_id):
         nova.client(conn).servers.delete(own['server'])
+
+
+def _records(jobs_dir, job_id):
+    journal = journal_mod.Journal(journal_mod.path_for(jobs_dir, job_id))
+    try:
+        return journal.records()
+    finally:
+        journal.close()
+
+
+def _is_own(conn, server_id, job_id):
+    """Whether ``server_id`` (read from the store, which the job's agents
+    may write too) is this job's controller: no other server is deleted.
+    """
+    try:
+        server = nova.client(conn).servers.get(server_id)
+    except nova_exc.NotFound:
+        return False
+    meta = server.metadata or {}
+    return meta.get('opie-job') == job_id and \
+        meta.get('opie-controller') == 'true'

@@ -49,6 +49,9 @@ class Servers:
 
     def create(self, name, image, flavor, userdata=None, nics=None,
                meta=None, tags=None):
+        if any(len(tag) > 60 for tag in tags or ()):
+            # Nova's limit (nova.objects.tag.MAX_TAG_LENGTH).
+            raise nova_exc.BadRequest(400, 'Invalid input for tags')
         sid = 'srv-%03d' % next(self._ids)
         self.all[sid] = Server(sid, name, flavor, meta, tags)
         # The agent's (or controller's) settings: the literal after its
