@@ -18,7 +18,9 @@ which both can reach, and in Nova:
     and at once after a record the tenant's side must never miss: the
     intent of a server create (with its nonce), so that a controller that
     dies during the call leaves its server findable (the nonce rule of
-    :mod:`opie.bot.openstack.nova`).
+    :mod:`opie.bot.openstack.nova`).  The job's end (``done``,
+    ``stopped``) is published only with the report, and a cancel's
+    records once the controller has done it.
 ``controller/cancel.json`` (tenant)
     A cancel request, read by the controller at every poll.
 ``controller/report.json``, ``controller/report.html`` (controller)
