@@ -176,32 +176,38 @@ def _sync_databases(lab):
             done.result()
 
 
-def start_schedulers(lab, *extra, binary='opie-scheduler'):
+def start_schedulers(lab, *extra, binary='opie-scheduler', faults=False):
     """Start every scheduler, reading the config files ``extra`` last (a
     test's own ``[opie]`` settings); {name: pid}. ``binary`` may be
     ``nova-scheduler``, Nova's stock scheduler run the same way (a
-    benchmark's baseline)."""
+    benchmark's baseline); ``faults`` runs ``opie-scheduler`` with the
+    lab's fault points (:mod:`opie.lab.scheduler`)."""
     nova_conf = lab.etc / 'nova' / 'nova.conf'
+    command, marker = [_bin(binary)], None
+    if faults:
+        # Its process title shows the module's path.
+        command, marker = [sys.executable, '-m', 'opie.lab.scheduler'], (
+            'opie/lab/scheduler')
     procs = {}
     for index in range(1, settings.SCHEDULERS + 1):
         # More controllers: the same nova.conf, a host name of their own.
         name = binary + ('-%d' % index if index > 1 else '')
-        argv = [_bin(binary), '--config-file', nova_conf]
+        argv = command + ['--config-file', nova_conf]
         if index > 1:
             argv += ['--config-file', configs.scheduler_conf(lab, index)]
         for path in extra:
             argv += ['--config-file', path]
-        procs[name] = process.start(lab, name, argv)
+        procs[name] = process.start(lab, name, argv, marker=marker)
     return procs
 
 
-def restart_schedulers(lab, *extra, binary='opie-scheduler'):
+def restart_schedulers(lab, *extra, binary='opie-scheduler', faults=False):
     """Stop the schedulers, OPIE's or Nova's, and start ``binary`` with
     ``extra`` (see :func:`start_schedulers`)."""
     running = process.recorded(lab)
     process.stop(lab, {name: pid for name, pid in running.items()
                        if name.startswith(SCHEDULER_BINARIES)})
-    return start_schedulers(lab, *extra, binary=binary)
+    return start_schedulers(lab, *extra, binary=binary, faults=faults)
 
 
 def _start_nova(lab, conn):

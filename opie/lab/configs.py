@@ -9,6 +9,7 @@ import configparser
 import shutil
 import sys
 
+from opie.lab import faults
 from opie.lab import settings
 
 # Paste files pip installs under the venv's etc/.
@@ -151,6 +152,7 @@ def _nova_common(lab):
         'vnc': {'enabled': 'false'},
         'oslo_messaging_notifications': {'driver': 'messagingv2'},
         'notifications': {'notification_format': 'versioned'},
+        'lab': {'faults_dir': faults.directory(lab)},
     })
     return sections
 

@@ -82,6 +82,12 @@ def _stat(pid):
         return None
 
 
+def running(pid):
+    """Whether ``pid`` runs (a zombie has ended)."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] != 'Z'
+
+
 def members(groups):
     """PIDs of the live (not zombie) processes of the process groups
     ``groups``: killpg(pgid, 0) also succeeds while only zombies are left,

@@ -135,6 +135,12 @@ def start_rabbitmq(lab):
                                        '-port', str(settings.PORTS['epmd'])])
     process.wait(lab, {'epmd': epmd},
                  lambda: process.port_open(settings.PORTS['epmd']))
-    proc = process.start(lab, 'rabbitmq', [RABBITMQ], env=env)
+    start_broker(lab)
+
+
+def start_broker(lab):
+    """RabbitMQ itself, with epmd already up (again after a test stopped
+    it)."""
+    proc = process.start(lab, 'rabbitmq', [RABBITMQ], env=rabbitmq_env(lab))
     process.wait(lab, {'rabbitmq': proc},
                  lambda: process.port_open(settings.PORTS['rabbitmq']))

@@ -3,18 +3,25 @@ choosing, whose servers run their user data as local processes
 (:mod:`opie.testing.guests`), so opie-bot's agents work on the lab, and
 whose snapshots (and so shelving) upload the server's disk to the lab's
 Glance through Nova's image API, with the token of the request, as a real
-driver does.
+driver does. Like a hypervisor, it keeps its node's identity (Nova's
+``compute_id`` file) and its servers (a list saved on every change)
+across a restart of its ``nova-compute``, and it fails a build when a
+test arms :data:`opie.lab.faults.FAIL_BUILD`.
 
 Nova loads drivers only from ``nova.virt``: computes run through
 :mod:`opie.lab.compute`, which names this module ``nova.virt.opie_lab``
 (``compute_driver = opie_lab.LabDriver``).
 """
 import io
+import json
+import os
 
+from nova.compute import power_state
 from nova.image import glance
 from nova.virt import fake
 from oslo_config import cfg
 
+from opie.lab import faults
 from opie.testing import guests
 
 OPTS = [
@@ -29,13 +36,21 @@ OPTS = [
 cfg.CONF.register_opts(OPTS, group='lab_compute')
 
 
-class LabDriver(guests.RunsUserData, fake.FakeDriver):
+class LabDriver(guests.RunsUserData, fake.FakeDriverWithoutFakeNodes):
     def __init__(self, virtapi, read_only=False):
         conf = cfg.CONF.lab_compute
         self.vcpus, self.memory_mb, self.local_gb = (
             conf.vcpus, conf.memory_mb, conf.local_gb)
         self.guests = guests.Guests(conf.guests_dir)
         super().__init__(virtapi, read_only)
+        self.instances = _Kept(os.path.join(cfg.CONF.state_path,
+                                            'lab-instances.json'))
+
+    def spawn(self, context, instance, *args, **kwargs):
+        if faults.take(faults.FAIL_BUILD):
+            raise RuntimeError('lab fault %s: the hypervisor refused the '
+                               'guest' % faults.FAIL_BUILD)
+        super().spawn(context, instance, *args, **kwargs)
 
     def snapshot(self, context, instance, image_id, update_task_state):
         super().snapshot(context, instance, image_id, update_task_state)
@@ -44,3 +59,38 @@ class LabDriver(guests.RunsUserData, fake.FakeDriver):
             context, image_id,
             {'disk_format': 'raw', 'container_format': 'bare'},
             data=io.BytesIO(data), purge_props=False)
+
+
+class _Kept(dict):
+    """The driver's servers ({uuid: FakeInstance}), saved to ``path`` on
+    every change and read back by a compute that starts again, running,
+    as a hypervisor's guests outlive a restart of nova-compute."""
+
+    def __init__(self, path):
+        self.path = path
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            with open(path) as f:
+                names = json.load(f)
+        except FileNotFoundError:
+            names = {}
+        super().__init__({uuid: fake.FakeInstance(
+            name, power_state.RUNNING, uuid) for uuid, name in names.items()})
+
+    def _save(self):
+        with open(self.path + '.new', 'w') as f:
+            json.dump({uuid: i.name for uuid, i in self.items()}, f)
+        os.replace(self.path + '.new', self.path)
+
+    def __setitem__(self, uuid, instance):
+        super().__setitem__(uuid, instance)
+        self._save()
+
+    def __delitem__(self, uuid):
+        super().__delitem__(uuid)
+        self._save()
+
+    def pop(self, uuid, *default):
+        found = super().pop(uuid, *default)
+        self._save()
+        return found

@@ -1,7 +1,11 @@
 """The integration tests drive a running OPIE lab (``opie-lab up``)."""
 import pytest
 
+from opie.lab import configs
 from tests.integration import lab
+
+# The reconciler of the fault tests: a repair is theirs to wait for.
+FAST_RECONCILER = {'reconcile_interval': 5, 'reconcile_grace_period': 20}
 
 
 @pytest.fixture(autouse=True)
@@ -13,3 +17,15 @@ def empty_cloud():
     lab.delete_all()
     yield
     lab.delete_all()
+
+
+@pytest.fixture(scope='module')
+def faulty_schedulers():
+    """The module's schedulers run with the lab's fault points
+    (:mod:`opie.lab.scheduler`) and a reconciler that acts within
+    seconds; as they were afterwards."""
+    extra = lab.LAB.etc / 'nova' / 'opie-faults.conf'
+    configs.write_ini(extra, {'opie': FAST_RECONCILER})
+    lab.restart_schedulers(extra, faults=True)
+    yield
+    lab.restart_schedulers()

@@ -5,7 +5,12 @@ loader and keystoneauth1; Nova is driven through python-novaclient and
 Placement through a keystoneauth1 adapter, the code paths OPIE's users
 take.
 """
+import collections
+import datetime
 import functools
+import os
+import subprocess
+import sys
 import time
 
 from keystoneauth1 import adapter
@@ -14,11 +19,15 @@ from novaclient import client as nova_client
 from novaclient import exceptions as nova_exc
 
 from opie.lab import bootstrap
+from opie.lab import cli
 from opie.lab import process
 from opie.lab import settings
+from opie.nova import heartbeat
 
 LAB = settings.Lab.load()
 IMAGE = bootstrap.IMAGE
+FLAVORS = {name: (vcpus, ram, disk)
+           for name, vcpus, ram, disk in bootstrap.FLAVORS}
 PLACEMENT_VERSION = '1.39'
 # The newest microversion python-novaclient speaks.
 NOVA_VERSION = novaclient.API_MAX_VERSION.get_string()
@@ -34,6 +43,16 @@ def require_up():
     if 'nova-api' not in running or 'opie-scheduler' not in running:
         return 'the lab is not up (python3 tools/lab.py up)'
     return None
+
+
+def opie_manage(*args):
+    """Run ``opie-manage`` with the lab's clouds.yaml: (exit code, its
+    output and errors)."""
+    done = subprocess.run(
+        [os.path.join(sys.prefix, 'bin', 'opie-manage')] + [
+            str(a) for a in args], capture_output=True, text=True,
+        env=dict(os.environ, OS_CLIENT_CONFIG_FILE=str(LAB.clouds_yaml)))
+    return done.returncode, done.stdout + done.stderr
 
 
 def session(cloud):
@@ -69,21 +88,38 @@ def wait_for(what, check, timeout=TIMEOUT, interval=0.5):
         time.sleep(interval)
 
 
+def wait_or_show(what, check, show=None):
+    """:func:`wait_for`, whose failure shows what ``show`` (or ``check``)
+    finds wrong then."""
+    try:
+        return wait_for(what, check)
+    except AssertionError as exc:
+        raise AssertionError('%s: %r' % (exc, (show or check)())) from None
+
+
 def settled(ids):
     """The servers ``ids`` once none is building: {id: server}, as the
     admin sees them (deleted ones are left out)."""
     client = nova('lab-admin')
 
-    def check():
-        servers = {s.id: s for s in client.servers.list(
+    def servers():
+        return {s.id: s for s in client.servers.list(
             search_opts={'all_tenants': 1, 'deleted': False})
             if s.id in ids}
-        if any(s.status == 'BUILD' for s in servers.values()):
+
+    def building():
+        return {i: (s.name, getattr(s, 'OS-EXT-STS:task_state'),
+                    getattr(s, 'OS-EXT-SRV-ATTR:host'))
+                for i, s in servers().items() if s.status == 'BUILD'}
+
+    def check():
+        found = servers()
+        if any(s.status == 'BUILD' for s in found.values()):
             return None
         # In a list: no servers left is an answer too.
-        return [servers]
-    servers, = wait_for('servers to build', check)
-    return servers
+        return [found]
+    found, = wait_or_show('servers to build', check, building)
+    return found
 
 
 def boot(client, name, flavor, count=1, **kwargs):
@@ -139,3 +175,122 @@ def usages_and_capacity():
                  (inv['total'] - inv['reserved']) * inv['allocation_ratio'])
             for rc, inv in inventories.items()}
     return result
+
+
+# Storms ---------------------------------------------------------------------
+def fill_cloud(lock_every_other=False):
+    """Alpha's preemptibles, mediums first, until every vCPU is taken,
+    every other one locked by its owner if asked (a lock protects
+    nothing from preemption); their ids."""
+    alpha = nova('lab-alpha')
+    vcpus = settings.COMPUTE_SIZE[0] * LAB.computes
+    mediums = LAB.computes
+    ids = []
+    for flavor, count in (('medium-preemptible', mediums),
+                          ('small-preemptible', vcpus - 2 * mediums)):
+        for i in range(count):
+            ids += boot(alpha, 'fill-%s-%d' % (flavor, i), flavor)
+            settled(ids[-1:])
+    states = collections.Counter(s.status for s in settled(ids).values())
+    assert states == {'ACTIVE': len(ids)}, states
+    if lock_every_other:
+        for server_id in ids[::2]:
+            alpha.servers.lock(server_id)
+    return ids
+
+
+def storm_requests():
+    """(cloud, name, flavor) of a storm's concurrent boots on a full
+    cloud: beta's normal servers summing to capacity minus one vCPU per
+    host (they fit in any order once preemptibles go), and two of alpha's
+    preemptibles."""
+    room = (settings.COMPUTE_SIZE[0] - 1) * LAB.computes
+    mediums = room // 3
+    normals = ['medium'] * mediums + ['small'] * (room - 2 * mediums)
+    return ([('lab-beta', 'normal-%d' % i, flavor)
+             for i, flavor in enumerate(normals)]
+            + [('lab-alpha', 'late-%d' % i, 'small-preemptible')
+               for i in range(2)])
+
+
+def boot_request(request):
+    """Boot one server of :func:`storm_requests`; its id."""
+    cloud, name, flavor = request
+    # A client each: the boots really are concurrent requests.
+    return boot(nova(cloud), name, flavor)[0]
+
+
+def actions(server_id):
+    """The names of the server's instance actions, deleted or not."""
+    history = nova('lab-admin', '2.21').instance_action
+    return [a.action for a in history.list(server_id)]
+
+
+def size(server):
+    """(vCPUs, MB, GB) of the server's flavor, preemptible or not."""
+    return FLAVORS[server.flavor['original_name'].replace(
+        '-preemptible', '')]
+
+
+def assert_within_capacity(servers):
+    """No host over capacity, by Placement's usages and by the ACTIVE
+    ``servers`` Nova says each host runs."""
+    for host, classes in usages_and_capacity().items():
+        for resource in ('VCPU', 'MEMORY_MB', 'DISK_GB'):
+            used = (classes[resource][0]
+                    + classes['CUSTOM_PREEMPTIBLE_' + resource][0])
+            assert used <= classes[resource][1], (host, resource, classes)
+    per_host = collections.defaultdict(lambda: [0, 0, 0])
+    for server in servers:
+        if server.status != 'ACTIVE':
+            continue
+        used = per_host[getattr(server, 'OS-EXT-SRV-ATTR:host')]
+        for dim, amount in enumerate(size(server)):
+            used[dim] += amount
+    for host, used in per_host.items():
+        assert all(u <= c for u, c in zip(used, settings.COMPUTE_SIZE)), (
+            host, used)
+
+
+# Schedulers -----------------------------------------------------------------
+def heartbeat_paths():
+    """The heartbeat file of each opie-scheduler service, in start order."""
+    return [LAB.data / 'nova' / 'opie-scheduler.heartbeat'] + [
+        LAB.data / 'nova' / ('opie-heartbeat-%d.json' % index)
+        for index in range(2, settings.SCHEDULERS + 1)]
+
+
+def restart_schedulers(*extra, faults=False):
+    """Restart OPIE's schedulers (see :func:`opie.lab.cli.start_schedulers`)
+    and wait until a worker of each new service has written its
+    heartbeat, which it does once it serves."""
+    leaders = [proc.pid for proc in cli.restart_schedulers(
+        LAB, *extra, faults=faults).values()]
+
+    def beating():
+        for path, leader in zip(heartbeat_paths(), leaders):
+            beat = heartbeat.read(str(path)) or {}
+            if beat.get('pid') not in process.members({leader}):
+                return False
+        return True
+    wait_for('the schedulers to serve', beating)
+
+
+def restart_compute(index):
+    """Stop compute ``index`` and start it again; wait for its first report
+    since (a compute down for less than Nova's service_down_time is never
+    shown down, so "up" proves nothing)."""
+    name = 'compute-%d' % index
+    process.stop(LAB, {name: process.recorded(LAB)[name]})
+    start_compute(index)
+
+
+def start_compute(index):
+    """Start compute ``index`` and wait for its first report."""
+    host = LAB.compute_host(index)
+    started = datetime.datetime.utcnow()
+    cli.start_compute(LAB, index)
+    wait_for('%s to report' % host, lambda: any(
+        s.host == host and datetime.datetime.fromisoformat(s.updated_at)
+        > started for s in connect().compute.services(
+            binary='nova-compute')))

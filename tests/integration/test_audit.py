@@ -1,10 +1,6 @@
 """``opie-manage audit`` on the lab (issue point 4): silent on the lab as
 ``up`` built it, precise about a compute started without OPIE's provider
 config."""
-import os
-import subprocess
-import sys
-
 from opie.lab import cli
 from opie.lab import configs
 from opie.lab import process
@@ -14,11 +10,7 @@ EXTRA = 'extra'
 
 
 def audit(*args):
-    done = subprocess.run(
-        [os.path.join(sys.prefix, 'bin', 'opie-manage'), 'audit'] + list(
-            args), capture_output=True, text=True,
-        env=dict(os.environ, OS_CLIENT_CONFIG_FILE=str(lab.LAB.clouds_yaml)))
-    return done.returncode, done.stdout + done.stderr
+    return lab.opie_manage('audit', *args)
 
 
 def test_audit_passes_on_the_lab():

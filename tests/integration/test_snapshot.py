@@ -1,20 +1,14 @@
 """``opie-manage snapshot`` on the lab, then ``plan`` on that file, says
 what the scheduler then does for the same request (issue 13 point 7)."""
 import json
-import os
-import subprocess
-import sys
 
 from tests.integration import lab
 
 
 def opie_manage(*args):
-    done = subprocess.run(
-        [os.path.join(sys.prefix, 'bin', 'opie-manage')] + list(args),
-        capture_output=True, text=True,
-        env=dict(os.environ, OS_CLIENT_CONFIG_FILE=str(lab.LAB.clouds_yaml)))
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+    code, out = lab.opie_manage(*args)
+    assert code == 0, out
+    return out
 
 
 def test_plan_on_a_snapshot_of_the_lab_is_what_the_scheduler_does(

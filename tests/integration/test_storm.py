@@ -40,13 +40,10 @@ import re
 from novaclient import exceptions as nova_exc
 import pytest
 
-from opie.lab import bootstrap
 from opie.lab import settings
 from tests.integration import lab
 
 ROUNDS = 2
-FLAVORS = {name: (vcpus, ram, disk)
-           for name, vcpus, ram, disk in bootstrap.FLAVORS}
 # The moves round: small preemptibles live-migrated, and the flavors of
 # the one resized.
 LIVE_MOVERS = 2
@@ -60,54 +57,11 @@ MOVING_STATUSES = frozenset(['MIGRATING', 'RESIZE', 'VERIFY_RESIZE',
                              'REVERT_RESIZE'])
 
 
-def _fill():
-    """Alpha's preemptibles, mediums first, until every vCPU is taken;
-    their ids."""
-    alpha = lab.nova('lab-alpha')
-    vcpus = settings.COMPUTE_SIZE[0] * lab.LAB.computes
-    mediums = lab.LAB.computes
-    ids = []
-    for flavor, count in (('medium-preemptible', mediums),
-                          ('small-preemptible', vcpus - 2 * mediums)):
-        for i in range(count):
-            ids += lab.boot(alpha, 'fill-%s-%d' % (flavor, i), flavor)
-            lab.settled(ids[-1:])
-    states = collections.Counter(s.status
-                                 for s in lab.settled(ids).values())
-    assert states == {'ACTIVE': len(ids)}, states
-    for server_id in ids[::2]:
-        alpha.servers.lock(server_id)
-    return ids
-
-
-def _storm_requests():
-    """(cloud, name, flavor) of the concurrent boots: normal servers
-    summing to capacity minus one vCPU per host, and two preemptibles."""
-    room = (settings.COMPUTE_SIZE[0] - 1) * lab.LAB.computes
-    mediums = room // 3
-    normals = ['medium'] * mediums + ['small'] * (room - 2 * mediums)
-    return ([('lab-beta', 'normal-%d' % i, flavor)
-             for i, flavor in enumerate(normals)]
-            + [('lab-alpha', 'late-%d' % i, 'small-preemptible')
-               for i in range(2)])
-
-
-def _boot(request):
-    cloud, name, flavor = request
-    # A client each: the boots really are concurrent requests.
-    return lab.boot(lab.nova(cloud), name, flavor)[0]
-
-
-def _actions(server_id):
-    history = lab.nova('lab-admin', '2.21').instance_action
-    return [a.action for a in history.list(server_id)]
-
-
 def _round():
-    fill = _fill()
-    requests = _storm_requests()
+    fill = lab.fill_cloud(lock_every_other=True)
+    requests = lab.storm_requests()
     with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
-        booted = list(pool.map(_boot, requests))
+        booted = list(pool.map(lab.boot_request, requests))
     normals = {i for i, (cloud, _, _) in zip(booted, requests)
                if cloud == 'lab-beta'}
     servers = lab.settled(set(booted) | set(fill))
@@ -115,12 +69,12 @@ def _round():
         i: servers[i].status for i in normals}
 
     preempted = [i for i in fill + sorted(set(booted) - normals)
-                 if 'opie-preempt' in _actions(i)]
+                 if 'opie-preempt' in lab.actions(i)]
     assert preempted, 'nothing was preempted'
     for server_id in preempted:
-        assert _actions(server_id).count('opie-preempt') == 1, server_id
+        assert lab.actions(server_id).count('opie-preempt') == 1, server_id
     for server_id in normals:
-        assert 'opie-preempt' not in _actions(server_id), server_id
+        assert 'opie-preempt' not in lab.actions(server_id), server_id
 
     def victims_gone():
         alive = lab.settled(set(preempted))
@@ -129,27 +83,7 @@ def _round():
     # Every preemptible server still there is one nothing preempted.
     alive = lab.settled(set(booted) | set(fill))
     assert set(fill) - set(alive) == set(fill) & set(preempted)
-    _assert_within_capacity(alive.values())
-
-
-def _assert_within_capacity(servers):
-    for host, classes in lab.usages_and_capacity().items():
-        for resource in ('VCPU', 'MEMORY_MB', 'DISK_GB'):
-            used = (classes[resource][0]
-                    + classes['CUSTOM_PREEMPTIBLE_' + resource][0])
-            assert used <= classes[resource][1], (host, resource, classes)
-    per_host = collections.defaultdict(lambda: [0, 0, 0])
-    for server in servers:
-        if server.status != 'ACTIVE':
-            continue
-        size = FLAVORS[server.flavor['original_name'].replace(
-            '-preemptible', '')]
-        used = per_host[getattr(server, 'OS-EXT-SRV-ATTR:host')]
-        for dim, amount in enumerate(size):
-            used[dim] += amount
-    for host, used in per_host.items():
-        assert all(u <= c for u, c in zip(used, settings.COMPUTE_SIZE)), (
-            host, used)
+    lab.assert_within_capacity(alive.values())
 
 
 def test_storms_on_a_full_cloud_keep_every_guarantee():
@@ -332,7 +266,7 @@ def _spared(server_id):
 
 
 def _moves_round():
-    fill = _fill()
+    fill = lab.fill_cloud(lock_every_other=True)
     free_host, deleted = _free_a_host(fill)
     fill = [i for i in fill if i not in deleted]
     movers = _start_moves(fill, free_host)
@@ -340,7 +274,7 @@ def _moves_round():
     requests = _moves_requests(free_host, movers)
     with concurrent.futures.ThreadPoolExecutor(
             len(requests) + len(movers)) as pool:
-        boots = pool.map(_boot, requests)
+        boots = pool.map(lab.boot_request, requests)
         ends = {i: pool.submit(_finish_move, i) for i in movers}
         normals = set(boots)
         ended = {i: end.result() for i, end in ends.items()}
@@ -348,16 +282,16 @@ def _moves_round():
     assert {servers[i].status for i in normals} == {'ACTIVE'}, {
         i: servers[i].status for i in normals}
 
-    preempted = [i for i in fill if 'opie-preempt' in _actions(i)]
+    preempted = [i for i in fill if 'opie-preempt' in lab.actions(i)]
 
     def left():
         return {i: s.status for i, s in lab.settled(set(preempted)).items()
                 if s.status != 'SHELVED_OFFLOADED'}
-    _wait_or_show('the victims to be deleted or shelved',
-                  lambda: None if left() else [{}], left)
+    lab.wait_or_show('the victims to be deleted or shelved',
+                     lambda: None if left() else [{}], left)
     # The actions once the victims are gone: a termination given up and
     # done again shows as a second action.
-    actions = {i: _actions(i) for i in normals | set(fill) | set(deleted)}
+    actions = {i: lab.actions(i) for i in normals | set(fill) | set(deleted)}
     preempted = [i for i in fill if 'opie-preempt' in actions[i]]
     # What the round did, shown if it fails.
     print('moves round: freed %s; normals %s; movers %s; %d preempted; '
@@ -419,21 +353,12 @@ def _moves_round():
         wrong.update({m: _held(m, providers) for m in migrations
                       if _held(m, providers)})
         return wrong
-    _wait_or_show('every allocation to sit where its server is',
-                  lambda: None if misplaced() else [{}], misplaced)
-    _assert_within_capacity(lab.settled(normals | set(fill)).values())
+    lab.wait_or_show('every allocation to sit where its server is',
+                     lambda: None if misplaced() else [{}], misplaced)
+    lab.assert_within_capacity(lab.settled(normals | set(fill)).values())
     # The normal servers need more than the moves free (see
     # _moves_requests): some preemptible must have gone.
     assert preempted, 'nothing was preempted'
-
-
-def _wait_or_show(what, check, show=None):
-    """lab.wait_for, whose failure shows what ``show`` (or ``check``)
-    finds wrong then."""
-    try:
-        return lab.wait_for(what, check)
-    except AssertionError as exc:
-        raise AssertionError('%s: %r' % (exc, (show or check)())) from None
 
 
 def test_storm_while_preemptibles_move_keeps_every_guarantee():
