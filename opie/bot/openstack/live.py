@@ -234,7 +234,8 @@ def resume(jobs_dir, job_id, cloud=None):
 def _refuse(journal, meta, job, settings, conn, state, jobs_dir):
     """A done or cancelled job is not run again; but servers its
     journal shows still billing (the client died right after the job's
-    end, or during a cancel) serve nothing: they are deleted first."""
+    end, or during a cancel) serve nothing: they are deleted first, and
+    the outputs a killed client had not fetched are fetched."""
     ended = []
     clock = clock_mod.RealClock(meta['t0'], settings.speed)
     if _leftovers(journal.records()):

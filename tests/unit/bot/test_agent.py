@@ -7,6 +7,7 @@ import time
 import pytest
 
 from opie.bot import agent
+from opie.bot import tasklogs
 
 TASK = ('%s -c "import os, time; p = os.environ[\'OPIE_STATE_DIR\']; '
         'n = int(open(p + \'/n\').read()) if os.path.exists(p + \'/n\') '
@@ -206,3 +207,29 @@ def test_match_reads_star_question_and_double_star():
     assert [p for p in ['a.txt', 'sub/a.txt', 'out/a/b', 'out', 'run/x',
                         'run/a/b/x', 'ran/y'] if match(p)] == \
         ['a.txt', 'out/a/b', 'run/x', 'run/a/b/x']
+
+
+def test_a_running_tasks_log_so_far(tmp_path):
+    store, a = make(tmp_path)
+    go = tmp_path / 'go'
+    command = ('%s -c "import os, time\nprint(\'so far\', flush=True)\n'
+               'while not os.path.exists(%r): time.sleep(0.01)\n'
+               'print(\'the end\')"' % (sys.executable, str(go)))
+    agent.write_json(store, 'servers/s1/assign.json',
+                     {'t1': dict(assignment(), command=command)})
+    end = time.monotonic() + 10
+    while tasklogs.run_prefix(store, 't1') is None or b''.join(
+            tasklogs.pieces(store, tasklogs.run_prefix(store, 't1'))) \
+            != b'so far\n':
+        assert time.monotonic() < end, 'no log while running'
+        a.cycle()
+        time.sleep(0.02)
+    assert a.runs['t1'].proc.poll() is None
+
+    go.touch()
+    cycle_until(a, store, 'finished')
+
+    prefix = tasklogs.run_prefix(store, 't1')
+    assert prefix == agent.read_json(store, 'results/t1.json')['log']
+    assert b''.join(tasklogs.pieces(store, prefix)) == b'so far\nthe end\n'
+    assert b''.join(tasklogs.pieces(store, prefix, tail=1)) == b'the end\n'
