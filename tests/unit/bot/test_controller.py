@@ -13,6 +13,7 @@ from opie.bot import cli
 from opie.bot import controller
 from opie.bot.openstack import credentials
 from tests.unit.bot import fake_nova
+from tests.unit.bot import tenant as tenant_mod
 from tests.unit.bot import test_lifecycle
 
 
@@ -46,10 +47,11 @@ class Keystone:
         return sorted(set(self.made) - set(self.deleted))
 
 
-class Tenant(test_lifecycle.Tenant):
+class Tenant(tenant_mod.Tenant):
 
-    def __init__(self, tmp_path, monkeypatch, capsys):
-        super().__init__(tmp_path, monkeypatch, capsys)
+    def __init__(self, tmp_path, monkeypatch, capsys, template=None):
+        super().__init__(tmp_path, monkeypatch, capsys,
+                         template or test_lifecycle.JOB)
         # Nothing waits: a tenant's pause lets the controller's process
         # run (the functional tests run it for real, as a guest).
         monkeypatch.setattr(controller, '_pause', lambda s: self.serve())
