@@ -4,7 +4,8 @@
 a cloud has a journal in the user's data directory (``--data-dir``, else
 ``$OPIE_BOT_DATA``, else ``~/.local/share/opie-bot``), so ``resume``,
 ``status`` and ``cancel`` take its id and ``list`` shows them all;
-``watch`` follows its status, ``logs`` shows a task's whole output.
+``watch`` follows its status, ``logs`` shows a task's whole output,
+``outputs`` fetches the tasks' outputs (again) into the data directory.
 ``demo`` runs a job on an in-process OpenStack cloud.
 
 Exit codes: 0 done (deadline met), 1 deadline missed (or not finished),
@@ -394,22 +395,26 @@ def cmd_status(args):
     _check_dirs(args)
 
     def status(live, args):
-        from opie.bot import controller
-        st = controller.status(datadir.jobs(args.data_dir), args.job_id,
-                               datadir.reports(args.data_dir))
+        st = _read_status(args)
         if args.format == 'json':
             _print_json(st)
             return 0
         _status_lines(st)
-        if 'controller' in st:
-            print(controller.describe(st['controller']))
         return 0
     return _cloud_command(status, args)
 
 
+def _read_status(args):
+    """The job's status, with its controller's view (whose records
+    :func:`controller.status` copies first) for a job that has one."""
+    from opie.bot import controller
+    return controller.status(datadir.jobs(args.data_dir), args.job_id,
+                             datadir.reports(args.data_dir))
+
+
 def _status_lines(st):
     """The status a tenant reads at a glance: time, tasks, servers,
-    cost."""
+    cost, and the controller of a job that has one."""
     by = st['tasks_by_state']
     print('job %s: %s' % (st['job_id'], _state(st)))
     print('time: elapsed %s, deadline %s, ETA %s' % (
@@ -427,6 +432,9 @@ def _status_lines(st):
               st['duplicate_runs']))
     print('cost so far: $%.4f (normal-only plan $%.4f)' % (
         st['cost'], st['baseline_cost']))
+    if 'controller' in st:
+        from opie.bot import controller
+        print(controller.describe(st['controller']))
 
 
 def _state(st):
@@ -506,6 +514,31 @@ def cmd_logs(args):
     return _cloud_command(logs, args)
 
 
+def cmd_outputs(args):
+    _check_dirs(args)
+
+    def fetch(live, args):
+        fetched, refused = live.fetch_outputs(
+            datadir.jobs(args.data_dir), args.job_id, args.os_cloud)
+        if fetched:
+            skipped = sum(s for _, s in fetched.values())
+            print('job %s: %d output file(s) of %d committed task(s) in %s%s'
+                  % (args.job_id, sum(f for f, _ in fetched.values()),
+                     len(fetched), os.path.join(
+                         args.data_dir, datadir.outputs(args.job_id, '')),
+                     '; %d file(s) the agents skipped' % skipped
+                     if skipped else ''))
+        elif not refused:
+            print('job %s: no task has committed a result yet'
+                  % args.job_id)
+        if refused:
+            raise InputError(*('job %s: task %s: outputs refused: %s' % (
+                args.job_id, task, why)
+                for task, why in sorted(refused.items())))
+        return 0
+    return _cloud_command(fetch, args)
+
+
 def cmd_watch(args):
     _check_dirs(args)
 
@@ -518,9 +551,8 @@ def cmd_watch(args):
 
     def follow(live, args):
         try:
-            st = watch.follow(lambda: live.status(
-                datadir.jobs(args.data_dir), args.job_id), show,
-                args.interval, args.count)
+            st = watch.follow(lambda: _read_status(args), show,
+                              args.interval, args.count)
         except KeyboardInterrupt:
             # Watching changes nothing: stopping it is no failure.
             return 0
@@ -755,6 +787,14 @@ def parser():
 
     _watch_parser(sub)
     _logs_parser(sub)
+
+    sp = sub.add_parser('outputs', help="fetch the tasks' outputs (again) "
+                        'into the data directory')
+    sp.add_argument('job_id')
+    sp.add_argument('--os-cloud', metavar='NAME',
+                    help='override the cloud the job was started on')
+    _data_dir_option(sp)
+    sp.set_defaults(func=cmd_outputs)
 
     sp = sub.add_parser('list', help='the jobs of the data directory')
     _data_dir_option(sp)

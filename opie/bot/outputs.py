@@ -10,7 +10,10 @@ journalled, and left in the store, and the job goes on.
 
 Each task's fetch is journalled after its files are written
 (``outputs_fetched``): a client killed in between fetches them again on
-``resume``, writing the same files over themselves.
+``resume``, writing the same files over themselves.  ``opie-bot
+outputs`` fetches every committed task's again (:func:`fetch_task`),
+journalling nothing: how a tenant whose job ran on a controller gets
+them, and how a refused fetch is tried again.
 """
 from opie.bot import agent
 from opie.bot import datadir
@@ -38,6 +41,16 @@ def fetch(store, result, data_dir, below):
     return len(files), len(spec.get('skipped', ()))
 
 
+def fetch_task(store, data_dir, job_id, task_id):
+    """Fetch the outputs of the committed run of ``task_id``; (files
+    written, files the agent skipped), or None if it committed nothing
+    (a run failed for hanging)."""
+    result = agent.read_json(store, 'results/%s.json' % task_id)
+    if result is None:
+        return None
+    return fetch(store, result, data_dir, datadir.outputs(job_id, task_id))
+
+
 class Fetcher:
     """Fetch the outputs of every task that ends, once, journalled."""
 
@@ -55,21 +68,18 @@ class Fetcher:
 
     def run(self):
         for task_id in sorted(self.pending):
-            result = agent.read_json(self.store, 'results/%s.json'
-                                     % task_id)
-            # A run failed for hanging commits nothing.
-            if result is not None:
-                self._fetch(task_id, result)
+            self._fetch(task_id)
             self.pending.discard(task_id)
 
-    def _fetch(self, task_id, result):
+    def _fetch(self, task_id):
         record = {'t': self.clock.now(), 'task': task_id}
         try:
-            files, skipped = fetch(self.store, result, self.data_dir,
-                                   datadir.outputs(self.job_id, task_id))
+            got = fetch_task(self.store, self.data_dir, self.job_id, task_id)
         except (paths.PathError, Missing) as exc:
             record.update(event='outputs_refused', reason=str(exc))
         else:
-            record.update(event='outputs_fetched', files=files,
-                          skipped=skipped)
+            if got is None:
+                return
+            record.update(event='outputs_fetched', files=got[0],
+                          skipped=got[1])
         self.journal.append(record)

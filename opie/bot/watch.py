@@ -1,7 +1,9 @@
 """``opie-bot watch``: a job's status, again and again, until it ends.
 
-It only reads the journal, as ``status`` does, so it never turns a
-client away and may run beside one.  The loop takes its reader, its
+It reads the job as ``status`` does: the journal only, so it never
+turns a client away and may run beside one; for a job on a controller,
+the controller's records copied from the store first, so it follows
+the controller too.  The loop takes its reader, its
 display and its pause as arguments, so nothing in it depends on time.
 """
 import time

@@ -29,6 +29,7 @@ from opie.bot import journal as journal_mod
 from opie.bot import jobstatus
 from opie.bot import lifecycle
 from opie.bot import outputs
+from opie.bot import paths
 from opie.bot import planner
 from opie.bot import report
 from opie.bot import scheduler as scheduler_mod
@@ -494,26 +495,55 @@ def status(jobs_dir, job_id, baseline=True):
                                baseline=baseline)
 
 
-def task_log(jobs_dir, job_id, task_id, tail=None, cloud=None):
-    """The pieces of the log of ``task_id`` (:mod:`opie.bot.tasklogs`),
-    or None if it has none yet.  It only reads, so it works beside the
-    client that drives the job."""
-    journal, meta, job = _load(jobs_dir, job_id)
-    journal.close()
-    if task_id not in {t.id for t in job.tasks}:
-        raise ValueError('job %s has no task %r' % (job_id, task_id))
+def _store_of(meta, cloud):
+    """The store of a journalled job, for a command that only reads
+    (its journal too), so it works beside the client that drives the
+    job, or beside its controller."""
     settings = Settings(**meta['settings'])
     settings.cloud = cloud or settings.cloud
     try:
         conn = None if stores.file_root(settings.store) else \
             _connect(settings)
-        store, _ = _guard(stores.open_store, settings.store, job_id, conn,
-                          False)
+        store, _ = _guard(stores.open_store, settings.store, meta['job_id'],
+                          conn, False)
     except stores.StoreError as exc:
         raise CloudError(str(exc)) from None
+    return store
+
+
+def task_log(jobs_dir, job_id, task_id, tail=None, cloud=None):
+    """The pieces of the log of ``task_id`` (:mod:`opie.bot.tasklogs`),
+    or None if it has none yet."""
+    journal, meta, job = _load(jobs_dir, job_id)
+    journal.close()
+    if task_id not in {t.id for t in job.tasks}:
+        raise ValueError('job %s has no task %r' % (job_id, task_id))
+    store = _store_of(meta, cloud)
     prefix = _guard(tasklogs.run_prefix, store, task_id)
     return None if prefix is None else _guarded(
         tasklogs.pieces(store, prefix, tail))
+
+
+def fetch_outputs(jobs_dir, job_id, cloud=None):
+    """Fetch the outputs of every task committed in the job's store into
+    the data directory of ``jobs_dir`` (:func:`outputs.fetch_task`),
+    over what is there: ({task: (files, skipped)}, {task: why refused}).
+    """
+    journal, meta, _ = _load(jobs_dir, job_id)
+    journal.close()
+    store = _store_of(meta, cloud)
+    data_dir = datadir.of_jobs(jobs_dir)
+    fetched, refused = {}, {}
+    for task_id in sorted(_guard(runner_mod.committed, store)):
+        try:
+            got = _guard(outputs.fetch_task, store, data_dir, job_id,
+                         task_id)
+        except (paths.PathError, outputs.Missing) as exc:
+            refused[task_id] = str(exc)
+        else:
+            if got is not None:
+                fetched[task_id] = got
+    return fetched, refused
 
 
 def _guarded(pieces):

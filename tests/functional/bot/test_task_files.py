@@ -29,21 +29,34 @@ for i in range(%d):
 ''' % LINES
 
 
+def prepare(cloud):
+    """Make ``cloud``'s job two tasks of :data:`SCRIPT`, with its files
+    beside the job file."""
+    os.makedirs(os.path.join(cloud.dir, 'data'))
+    with open(os.path.join(cloud.dir, 'data', 'in put.txt'), 'w') as f:
+        f.write('staged through the store\n')
+    with open(os.path.join(cloud.dir, 'task.py'), 'w') as f:
+        f.write(SCRIPT)
+    job = demo.job_document(sys.executable, tasks=2)
+    job['job']['outputs'] = ['out/*']
+    for task in job['tasks']:
+        task.update(command='%s task.py' % sys.executable,
+                    inputs=['task.py', 'data/in put.txt'])
+    demo.dump_job(cloud.job, job)
+
+
+def read_output(data_dir, job_id, task):
+    """What ``task`` wrote to its declared output, in ``data_dir``."""
+    got = os.path.join(data_dir, job_id, 'outputs', task)
+    with open(os.path.join(got, 'out', 'result.txt')) as f:
+        return os.listdir(got), f.read()
+
+
 class TaskFiles(base.BotCloud):
 
     def setUp(self):
         super().setUp()
-        os.makedirs(os.path.join(self.dir, 'data'))
-        with open(os.path.join(self.dir, 'data', 'in put.txt'), 'w') as f:
-            f.write('staged through the store\n')
-        with open(os.path.join(self.dir, 'task.py'), 'w') as f:
-            f.write(SCRIPT)
-        job = demo.job_document(sys.executable, tasks=2)
-        job['job']['outputs'] = ['out/*']
-        for task in job['tasks']:
-            task.update(command='%s task.py' % sys.executable,
-                        inputs=['task.py', 'data/in put.txt'])
-        demo.dump_job(self.job, job)
+        prepare(self)
 
     def logs(self, job_id, *extra):
         return subprocess.run(
@@ -61,10 +74,8 @@ class TaskFiles(base.BotCloud):
 
         job_id = self.job_id()
         for task in ('t01', 't02'):
-            got = os.path.join(self.dir, job_id, 'outputs', task)
-            self.assertEqual(['out'], os.listdir(got))
-            with open(os.path.join(got, 'out', 'result.txt')) as f:
-                self.assertEqual('STAGED THROUGH THE STORE\n', f.read())
+            self.assertEqual((['out'], 'STAGED THROUGH THE STORE\n'),
+                             read_output(self.dir, job_id, task))
         logs = self.logs(job_id)
         self.assertEqual(0, logs.returncode, logs.stderr)
         lines = logs.stdout.decode().splitlines()

@@ -60,16 +60,20 @@ tasks:
 """ % {'task': TASK, 'python': sys.executable, 'input': IN_NAME}
 
 
+def prepare(t):
+    """A tenant of :data:`JOB`: its input files, real agents."""
+    t.nova.agents_dir = str(t.dir / 'servers')
+    (t.dir / 'data').mkdir()
+    (t.dir / IN_NAME).write_text('staged input\n', encoding='utf-8')
+    (t.dir / 'task.py').write_text(SCRIPT)
+    # Small log objects: the log of a task spans several of them.
+    t.monkeypatch.setattr(agent, 'LOG_CHUNK', 4096)
+    return t
+
+
 @pytest.fixture
 def tenant(tmp_path, monkeypatch, capsys):
-    t = tenant_mod.Tenant(tmp_path, monkeypatch, capsys, JOB)
-    t.nova.agents_dir = str(tmp_path / 'servers')
-    (tmp_path / 'data').mkdir()
-    (tmp_path / IN_NAME).write_text('staged input\n', encoding='utf-8')
-    (tmp_path / 'task.py').write_text(SCRIPT)
-    # Small log objects: the log of a task spans several of them.
-    monkeypatch.setattr(agent, 'LOG_CHUNK', 4096)
-    return t
+    return prepare(tenant_mod.Tenant(tmp_path, monkeypatch, capsys, JOB))
 
 
 def store_keys(tenant, prefix):
@@ -242,16 +246,36 @@ def test_outputs_never_go_through_a_link_in_the_data_dir(tenant):
     refused = [r for r in tenant.records() if r['event'] == 'outputs_refused']
     assert len(refused) == 2 and 'symbolic link' in refused[0]['reason']
 
+    # opie-bot outputs fetches again: refused while the links stay...
+    code, out, err = tenant.cli('outputs', tenant.job_id())
+
+    assert code == cli.EXIT_INPUT
+    assert err.count('\n') == 2 and err.count('symbolic link') == 2, err
+    assert list(precious.iterdir()) == []
+
+    # ... and fetched once they are gone.
+    tenant.monkeypatch.setattr(outputs_mod, 'fetch', fetch)
+    for task in (TASK, 't2'):
+        outputs_dir(tenant, task).unlink()
+    code, out, err = tenant.cli('outputs', tenant.job_id())
+
+    assert code == 0 and err == '', err
+    assert '3 output file(s) of 2 committed task(s)' in out
+    assert (outputs_dir(tenant, TASK) / OUT_NAME).read_text(
+        encoding='utf-8') == 'STAGED INPUT\n'
+    assert list(precious.iterdir()) == []
+
 
 @pytest.mark.parametrize('argv,why', [
-    (['nope-000001', 't1'], 'no journal'),
-    (['JOB', 'no such task'], "no task 'no such task'"),
+    (['logs', 'nope-000001', 't1'], 'no journal'),
+    (['logs', 'JOB', 'no such task'], "no task 'no such task'"),
+    (['outputs', 'nope-000001'], 'no journal'),
 ])
-def test_logs_of_an_unknown_job_or_task(tenant, argv, why):
+def test_logs_or_outputs_of_an_unknown_job_or_task(tenant, argv, why):
     assert tenant.run()[0] == 0
     argv = [tenant.job_id() if a == 'JOB' else a for a in argv]
 
-    code, out, err = tenant.cli('logs', *argv)
+    code, out, err = tenant.cli(*argv)
 
     assert code == cli.EXIT_INPUT
     assert out == '' and err.count('\n') == 1 and why in err, err
