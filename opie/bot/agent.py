@@ -16,13 +16,26 @@ meet in the job's object store, where each writes its own objects:
     checkpoint falls due, and the pointer to the newest one: ``fraction``
     of the work saved (from ``$OPIE_STATE_DIR/progress`` when the task
     writes it, else estimated from elapsed time), ``object``, ``server``.
+``inputs/sha256-<digest>`` (client)
+    The job's input files, by content.  An assignment maps each path a
+    task needs (relative to its working directory) to one of them; the
+    agent writes them there before it starts the command.
+``logs/<task>/<attempt>-<server>/<n>``
+    The whole output (stdout and stderr) of a run, in pieces of
+    :data:`LOG_CHUNK` bytes copied as the task writes them: a piece is
+    rewritten until it is full, so copying again after any failure
+    gives the same objects.
+``outputs/<task>/<attempt>-<server>/<path>``
+    The files of the working directory that match the task's declared
+    ``outputs`` patterns, uploaded when the run ends, before its result.
 ``results/<task>.json``
-    The result (exit status, end of the output, wall-clock end), created
-    only if absent,
+    The result (exit status, end of the output, wall-clock end, where its
+    log and outputs are), created only if absent,
     so a task is committed exactly once however many times it runs; a run
     that finds it there reports ``committed: false`` (a duplicate).
 
-A restored task starts with the state directory of its latest checkpoint.
+A run's command runs in a fresh working directory holding its inputs; a
+restored task starts with the state directory of its latest checkpoint.
 The store is a directory (a shared file system, or the demo's host) or a
 Swift container reached with TempURL signatures, so the only secret on the
 server is the container's TempURL key.  Standard library only: this file
@@ -33,8 +46,11 @@ import hmac
 import io
 import json
 import os
+import posixpath
+import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tarfile
@@ -50,6 +66,48 @@ OUTPUT_TAIL = 4096
 KEEP_OLD = 1
 # A file being written, renamed to its key when complete.
 TMP_SUFFIX = '.opie-tmp'
+# The largest file moved as one object (an input, an output): each is
+# read whole into memory, on the client and on the server.
+MAX_FILE = 256 * 2 ** 20
+# Bytes per object of a task's log, and objects copied per cycle while
+# the task runs (all of them once it has ended).
+LOG_CHUNK = 2 ** 20
+LOG_CHUNKS_PER_CYCLE = 8
+# Output files one run uploads at most.
+MAX_OUTPUTS = 10000
+
+
+class StageError(Exception):
+    """An input a run cannot have: the task fails, saying which."""
+
+
+def relative_path(path):
+    """``path`` normalised, if it names something below the directory
+    it is relative to; else ValueError."""
+    norm = posixpath.normpath(path) if path else ''
+    if '\x00' in path or norm in ('', '.', '..') or norm.startswith(
+            ('/', '../')):
+        raise ValueError('%r is not a path below its directory' % path)
+    return norm
+
+
+def matcher(patterns):
+    """A test of relative paths against glob ``patterns``: ``*`` and
+    ``?`` within one path component, ``**`` across any number of them."""
+    parts = []
+    for pattern in patterns:
+        regex = ''
+        for token in re.split(r'(\*\*/|\*\*|\*|\?)', pattern):
+            regex += {'**/': '(?:[^/]*/)*', '**': '.*', '*': '[^/]*',
+                      '?': '[^/]'}.get(token, re.escape(token))
+        parts.append('(?:%s)' % regex)
+    compiled = re.compile('|'.join(parts) or '(?!)', re.DOTALL)
+    return lambda path: compiled.fullmatch(path) is not None
+
+
+def run_name(task_id, attempt, server):
+    """The part of the log's and the outputs' keys that names one run."""
+    return '%s/%d-%s/' % (task_id, attempt, server)
 
 
 class DirStore:
@@ -203,6 +261,97 @@ def unpack(data, directory):
         tar.extractall(directory, filter='data')
 
 
+def stage(store, inputs, work_dir):
+    """Write a run's ``inputs`` (path: ``{object, exec}``) below
+    ``work_dir``, a directory of its own, fresh for the run."""
+    for path, spec in sorted(inputs.items()):
+        try:
+            target = os.path.join(work_dir, *relative_path(path).split('/'))
+        except ValueError as exc:
+            raise StageError('input %s' % exc) from None
+        data = store.get(spec['object'])
+        if data is None:
+            raise StageError('input %r: %s is not in the store'
+                             % (path, spec['object']))
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, 'wb') as f:
+                f.write(data)
+            os.chmod(target, 0o755 if spec.get('exec') else 0o644)
+        except OSError as exc:
+            # Two inputs that cannot both be (a file and a directory).
+            raise StageError('input %r: %s' % (path, exc.strerror)) \
+                from None
+
+
+def upload_outputs(store, prefix, work_dir, patterns):
+    """Upload the regular files of ``work_dir`` matching ``patterns``
+    under ``prefix``; ``{prefix, files, skipped: {path: why}}``.  Links
+    are not followed: a task's link to a file elsewhere on the server
+    must not put that file in the store."""
+    match = matcher(patterns)
+    files, skipped = [], {}
+    for top, dirs, names in os.walk(work_dir):
+        dirs.sort()
+        rel_top = os.path.relpath(top, work_dir)
+        for name in sorted(names + [d for d in dirs if os.path.islink(
+                os.path.join(top, d))]):
+            rel = name if rel_top == '.' else '%s/%s' % (
+                rel_top.replace(os.sep, '/'), name)
+            if not match(rel):
+                continue
+            why = _upload_file(store, prefix + rel,
+                               os.path.join(top, name), len(files))
+            if why:
+                skipped[rel] = why
+            else:
+                files.append(rel)
+    return {'prefix': prefix, 'files': files, 'skipped': skipped}
+
+
+def _upload_file(store, key, path, count):
+    """Upload one output; why it was not, or None."""
+    if count >= MAX_OUTPUTS:
+        return 'more than %d outputs' % MAX_OUTPUTS
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        return 'symbolic link' if os.path.islink(path) else exc.strerror
+    with os.fdopen(fd, 'rb') as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return 'not a regular file'
+        if info.st_size > MAX_FILE:
+            return 'larger than %d MB' % (MAX_FILE // 2 ** 20)
+        store.put(key, f.read())
+    return None
+
+
+class LogCopy:
+    """A task's output file, copied to the store as it grows (see the
+    module docstring: pieces of :data:`LOG_CHUNK` bytes)."""
+
+    def __init__(self, store, prefix, path):
+        self.store = store
+        self.prefix = prefix
+        self.path = path
+        self.copied = 0
+
+    def copy(self, pieces=None):
+        """Copy what is new, at most ``pieces`` objects (None: all)."""
+        with open(self.path, 'rb') as f:
+            size = os.fstat(f.fileno()).st_size
+            at = self.copied - self.copied % LOG_CHUNK
+            while self.copied < size and pieces != 0:
+                f.seek(at)
+                data = f.read(LOG_CHUNK)
+                self.store.put('%s%08d' % (self.prefix, at // LOG_CHUNK),
+                               data)
+                at += len(data)
+                self.copied = at
+                pieces = None if pieces is None else pieces - 1
+
+
 class Run:
     """One attempt at a task on this server."""
 
@@ -214,7 +363,12 @@ class Run:
         self.dir = os.path.join(agent.workdir, task_id,
                                 str(self.attempt))
         self.state_dir = os.path.join(self.dir, 'state')
+        self.work_dir = os.path.join(self.dir, 'work')
+        self.name = run_name(task_id, self.attempt, agent.server)
+        self.log_copy = LogCopy(agent.store, 'logs/' + self.name,
+                                os.path.join(self.dir, 'output'))
         self.proc = None
+        self.error = None
         self.started = None
         self.tries = 0
         self.due = list(assignment.get('checkpoints_at', ()))
@@ -222,17 +376,27 @@ class Run:
                        'progress': assignment.get('start', 0.0)}
 
     def launch(self):
-        """Start (or restart after a failure) from the latest checkpoint."""
-        shutil.rmtree(self.state_dir, ignore_errors=True)
-        os.makedirs(self.state_dir)
+        """Start (or restart after a failure) from the latest checkpoint,
+        in a working directory holding only the task's inputs."""
+        for directory in (self.state_dir, self.work_dir):
+            shutil.rmtree(directory, ignore_errors=True)
+            os.makedirs(directory)
+        try:
+            stage(self.agent.store, self.a.get('inputs', {}),
+                  self.work_dir)
+        except StageError as exc:
+            self.error = str(exc)
+            return
         start = self.agent.restore(self.task_id, self.state_dir)
         self.a['start'] = start
         env = dict(os.environ, OPIE_TASK_ID=self.task_id,
                    OPIE_STATE_DIR=self.state_dir,
                    OPIE_SPEED=str(self.agent.speed))
-        self.log = open(os.path.join(self.dir, 'output'), 'wb')
+        # Appended to: a retry's output follows the failed try's, and the
+        # copy in the store stays a copy of one growing file.
+        self.log = open(self.log_copy.path, 'ab')
         self.proc = subprocess.Popen(
-            self.a['command'], shell=True, cwd=self.dir, env=env,
+            self.a['command'], shell=True, cwd=self.work_dir, env=env,
             stdout=self.log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True)
         self.started = time.monotonic()
@@ -259,6 +423,8 @@ class Run:
 
     def step(self):
         """Advance; return True once the run is over."""
+        if self.error:
+            return self._commit(None, {'error': self.error})
         rc = self.proc.poll()
         if rc is None:
             elapsed = time.monotonic() - self.started
@@ -267,24 +433,35 @@ class Run:
                 self.agent.checkpoint(self.task_id, self.state_dir,
                                       self.progress())
             self.report['progress'] = self.progress()
+            self.log_copy.copy(LOG_CHUNKS_PER_CYCLE)
             return False
         self.log.close()
         if rc != 0 and self.tries <= self.a.get('retries', 0):
             self.launch()
             return False
-        with open(os.path.join(self.dir, 'output'), 'rb') as f:
+        self.log_copy.copy()
+        with open(self.log_copy.path, 'rb') as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - OUTPUT_TAIL))
             output = f.read().decode('utf-8', 'replace')
-        result = {'task': self.task_id, 'exit_status': rc,
-                  'attempt': self.attempt, 'server': self.agent.server,
-                  'output': output, 'ended_at': time.time()}
+        outputs = upload_outputs(self.agent.store, 'outputs/' + self.name,
+                                 self.work_dir, self.a.get('outputs', ()))
+        return self._commit(rc, {'output': output, 'outputs': outputs,
+                                 'log': self.log_copy.prefix})
+
+    def _commit(self, rc, fields):
+        """Commit the result, unless another run did; the run is over."""
+        result = dict(fields, task=self.task_id, exit_status=rc,
+                      attempt=self.attempt, server=self.agent.server,
+                      ended_at=time.time())
         committed = self.agent.store.create(
             'results/%s.json' % self.task_id,
             json.dumps(result, sort_keys=True).encode())
         self.report.update(state='finished' if rc == 0 else 'failed',
                            progress=1.0, committed=committed,
                            exit_status=rc)
+        if 'error' in fields:
+            self.report['error'] = fields['error']
         return True
 
 
@@ -331,8 +508,10 @@ class Agent:
         for task_id, assignment in wanted.items():
             key = (task_id, assignment['attempt'])
             if task_id not in self.runs and key not in self.over:
-                run = self.runs[task_id] = Run(self, task_id, assignment)
+                run = Run(self, task_id, assignment)
+                # A store that fails now is tried again next cycle.
                 run.launch()
+                self.runs[task_id] = run
         for task_id, run in list(self.runs.items()):
             if run.step():
                 self.over[(task_id, run.attempt)] = run.report

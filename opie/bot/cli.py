@@ -3,7 +3,9 @@
 ``run`` uses the simulated cloud unless ``--backend openstack``; a job on
 a cloud has a journal in the user's data directory (``--data-dir``, else
 ``$OPIE_BOT_DATA``, else ``~/.local/share/opie-bot``), so ``resume``,
-``status`` and ``cancel`` take its id and ``list`` shows them all.
+``status`` and ``cancel`` take its id and ``list`` shows them all;
+``watch`` follows its status, ``logs`` shows a task's whole output,
+``outputs`` fetches the tasks' outputs (again) into the data directory.
 ``demo`` runs a job on an in-process OpenStack cloud.
 
 Exit codes: 0 done (deadline met), 1 deadline missed (or not finished),
@@ -32,6 +34,7 @@ from opie.bot import scenarios
 from opie.bot import schema
 from opie.bot import stats
 from opie.bot import units
+from opie.bot import watch
 from opie.bot.sim import backend
 from opie.bot.sim import preemption
 
@@ -271,7 +274,7 @@ def _cloud_command(command, args):
             'opie-bot resume (or cancel) JOB_ID'), file=sys.stderr)
         return EXIT_MISSED
     except ValueError as exc:
-        raise InputError(str(exc)) from None
+        raise InputError(*getattr(exc, 'problems', (str(exc),))) from None
 
 
 def _settings(live, args):
@@ -392,22 +395,26 @@ def cmd_status(args):
     _check_dirs(args)
 
     def status(live, args):
-        from opie.bot import controller
-        st = controller.status(datadir.jobs(args.data_dir), args.job_id,
-                               datadir.reports(args.data_dir))
+        st = _read_status(args)
         if args.format == 'json':
             _print_json(st)
             return 0
         _status_lines(st)
-        if 'controller' in st:
-            print(controller.describe(st['controller']))
         return 0
     return _cloud_command(status, args)
 
 
+def _read_status(args):
+    """The job's status, with its controller's view (whose records
+    :func:`controller.status` copies first) for a job that has one."""
+    from opie.bot import controller
+    return controller.status(datadir.jobs(args.data_dir), args.job_id,
+                             datadir.reports(args.data_dir))
+
+
 def _status_lines(st):
     """The status a tenant reads at a glance: time, tasks, servers,
-    cost."""
+    cost, and the controller of a job that has one."""
     by = st['tasks_by_state']
     print('job %s: %s' % (st['job_id'], _state(st)))
     print('time: elapsed %s, deadline %s, ETA %s' % (
@@ -425,6 +432,9 @@ def _status_lines(st):
               st['duplicate_runs']))
     print('cost so far: $%.4f (normal-only plan $%.4f)' % (
         st['cost'], st['baseline_cost']))
+    if 'controller' in st:
+        from opie.bot import controller
+        print(controller.describe(st['controller']))
 
 
 def _state(st):
@@ -484,6 +494,98 @@ def cmd_cancel(args):
         print('%s: its servers are deleted; %s' % (head, objects))
         return 0
     return _cloud_command(cancel, args)
+
+
+def cmd_logs(args):
+    _check_dirs(args)
+
+    def logs(live, args):
+        pieces = live.task_log(datadir.jobs(args.data_dir), args.job_id,
+                               args.task_id, args.tail, args.os_cloud)
+        if pieces is None:
+            print('task %s of job %s has no output yet' % (
+                oneline.escape(args.task_id), args.job_id), file=sys.stderr)
+            return 0
+        out = sys.stdout.buffer
+        for piece in pieces:
+            out.write(piece)
+        out.flush()
+        return 0
+    return _cloud_command(logs, args)
+
+
+def cmd_outputs(args):
+    _check_dirs(args)
+
+    def fetch(live, args):
+        fetched, refused = live.fetch_outputs(
+            datadir.jobs(args.data_dir), args.job_id, args.os_cloud)
+        if fetched:
+            skipped = sum(s for _, s in fetched.values())
+            print('job %s: %d output file(s) of %d committed task(s) in %s%s'
+                  % (args.job_id, sum(f for f, _ in fetched.values()),
+                     len(fetched), os.path.join(
+                         args.data_dir, datadir.outputs(args.job_id, '')),
+                     '; %d file(s) the agents skipped' % skipped
+                     if skipped else ''))
+        elif not refused:
+            print('job %s: no task has committed a result yet'
+                  % args.job_id)
+        if refused:
+            raise InputError(*('job %s: task %s: outputs refused: %s' % (
+                args.job_id, task, why)
+                for task, why in sorted(refused.items())))
+        return 0
+    return _cloud_command(fetch, args)
+
+
+def cmd_watch(args):
+    _check_dirs(args)
+
+    def show(st):
+        if sys.stdout.isatty():
+            # Each look replaces the last, as watch(1) does.
+            sys.stdout.write('\x1b[H\x1b[2J')
+        _status_lines(st)
+        sys.stdout.flush()
+
+    def follow(live, args):
+        try:
+            st = watch.follow(lambda: _read_status(args), show,
+                              args.interval, args.count)
+        except KeyboardInterrupt:
+            # Watching changes nothing: stopping it is no failure.
+            return 0
+        return 0 if st['status'] in ('running', 'paused', 'done') \
+            else EXIT_MISSED
+    return _cloud_command(follow, args)
+
+
+def _watch_parser(sub):
+    sp = sub.add_parser('watch', help="a job's status until it ends")
+    sp.add_argument('job_id')
+    sp.add_argument('--interval', type=_interval,
+                    default=watch.DEFAULT_INTERVAL, metavar='SECONDS',
+                    help='wall seconds between looks (default %g)'
+                    % watch.DEFAULT_INTERVAL)
+    sp.add_argument('--count', type=lambda text: _number(
+        text, 1, schema.MAX_COUNT, kind=int), metavar='N',
+        help='stop after N looks')
+    _data_dir_option(sp)
+    sp.set_defaults(func=cmd_watch)
+
+
+def _logs_parser(sub):
+    sp = sub.add_parser('logs', help="a task's whole output, so far")
+    sp.add_argument('job_id')
+    sp.add_argument('task_id')
+    sp.add_argument('--tail', type=lambda text: _number(
+        text, 0, MAX_OPTION, kind=int), metavar='N',
+        help='only the last N lines')
+    sp.add_argument('--os-cloud', metavar='NAME',
+                    help='override the cloud the job was started on')
+    _data_dir_option(sp)
+    sp.set_defaults(func=cmd_logs)
 
 
 def cmd_demo(args):
@@ -682,6 +784,17 @@ def parser():
                             default=120.0, metavar='SECONDS')
             sp.add_argument('--quiet', action='store_true')
         sp.set_defaults(func=func)
+
+    _watch_parser(sub)
+    _logs_parser(sub)
+
+    sp = sub.add_parser('outputs', help="fetch the tasks' outputs (again) "
+                        'into the data directory')
+    sp.add_argument('job_id')
+    sp.add_argument('--os-cloud', metavar='NAME',
+                    help='override the cloud the job was started on')
+    _data_dir_option(sp)
+    sp.set_defaults(func=cmd_outputs)
 
     sp = sub.add_parser('list', help='the jobs of the data directory')
     _data_dir_option(sp)

@@ -13,6 +13,11 @@ which both can reach, and in Nova:
 ``controller/server.json`` (tenant)
     The controller's own server id, as Nova answered the tenant: the
     controller deletes that server, and no other, once the job is over.
+``controller/inputs.json`` (tenant)
+    The manifest of the job's input files (:mod:`opie.bot.staging`),
+    which the tenant's client uploaded before it made the controller:
+    the job file's directory is on the tenant's machine.  (In the store,
+    not the user data, which Nova bounds at 64 KiB.)
 ``controller/journal.json`` (controller)
     Every record of its journal and a heartbeat, published at every poll,
     and at once after a record the tenant's side must never miss: the
@@ -26,8 +31,10 @@ which both can reach, and in Nova:
 ``controller/report.json``, ``controller/report.html`` (controller)
     The job's report, written before the controller deletes itself.
 
-Task logs and results stay where the agents put them, so commands that
-read them from the store work the same with or without a controller.
+Task logs, results and outputs stay where the agents put them, so
+commands that read them from the store (``logs``, ``outputs``) work the
+same with or without a controller; the controller fetches the outputs
+into its own data directory, ``opie-bot outputs`` into the tenant's.
 
 The tenant's journal (``DATA_DIR/jobs/<job id>.sqlite``) holds what the
 tenant's side did (the credential, the controller server) and the
@@ -72,6 +79,7 @@ from opie.bot import journal as journal_mod
 from opie.bot import lifecycle
 from opie.bot import paths
 from opie.bot import planner
+from opie.bot import staging
 from opie.bot.openstack import clock as clock_mod
 from opie.bot.openstack import credentials
 from opie.bot.openstack import live
@@ -81,6 +89,7 @@ from opie.bot.sim import backend as sim_backend
 from opie.core import preemptible
 
 SERVER_KEY = 'controller/server.json'
+INPUTS_KEY = 'controller/inputs.json'
 JOURNAL_KEY = 'controller/journal.json'
 CANCEL_KEY = 'controller/cancel.json'
 REPORT_KEY = 'controller/report'        # .json and .html
@@ -149,6 +158,7 @@ def launch(plan, job_path, settings, jobs_dir, flavor=None, say=print):
     with open(job_path, encoding='utf-8') as f:
         source = f.read()
     job = plan.job
+    inputs = staging.scan(job, job_path)
     conn = live._connect(settings)
     _refuse_twice(jobs_dir, job.name, source, conn)
     client = nova.client(conn)
@@ -171,7 +181,7 @@ def launch(plan, job_path, settings, jobs_dir, flavor=None, say=print):
     made = _Made(conn, credential)
     made.job_id = job_id
     try:
-        return _launch(job_path, source, settings, jobs_dir, flavor,
+        return _launch(job_path, source, inputs, settings, jobs_dir, flavor,
                        flavor_id, job_id, conn, client, checker.image,
                        made, say)
     except BaseException:
@@ -214,7 +224,7 @@ def _by_nonce(conn, job_id, nonce):
     return found[0] if len(found) == 1 else None
 
 
-def _launch(job_path, source, settings, jobs_dir, flavor, flavor_id,
+def _launch(job_path, source, inputs, settings, jobs_dir, flavor, flavor_id,
             job_id, conn, client, image, made, say):
     credential = made.credential
     path = journal_mod.path_for(jobs_dir, job_id)
@@ -231,7 +241,8 @@ def _launch(job_path, source, settings, jobs_dir, flavor, flavor_id,
            'credential': credential and credential['id']}
     journal.set_meta(job_id=job_id, job_source=source, job_path=job_path,
                      settings=dataclasses.asdict(settings), t0=t0,
-                     status=lifecycle.RUNNING, controller=ctl)
+                     status=lifecycle.RUNNING, controller=ctl,
+                     inputs=inputs, inputs_dir=staging.job_dir(job_path))
     if credential:
         journal.append({'t': clock.now(), 'event': 'credential_create',
                         'credential': credential['id'],
@@ -241,6 +252,8 @@ def _launch(job_path, source, settings, jobs_dir, flavor, flavor_id,
                                           create=True)
     except stores.StoreError as exc:
         raise live.CloudError(str(exc)) from None
+    live._guard(live.stage, made.store, journal, clock, journal.meta())
+    agent.write_json(made.store, INPUTS_KEY, inputs)
     config = {'job_id': job_id, 'job_path': os.path.basename(job_path),
               'job_source': source, 't0': t0,
               'settings': dict(dataclasses.asdict(settings), cloud=CLOUD),
@@ -673,7 +686,8 @@ def main(config, workdir=None):
                                              config['job_path']))
     ctx = live.start(plan, config['job_path'], settings, jobs_dir,
                      say=_console, source=config['job_source'], job_id=job_id,
-                     t0=config['t0'], watch=publisher.record)
+                     t0=config['t0'], watch=publisher.record,
+                     inputs=agent.read_json(store, INPUTS_KEY))
     try:
         live.loop(ctx, publisher.tick, settings.poll_s)
     except CancelRequested:

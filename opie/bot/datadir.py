@@ -3,8 +3,10 @@
 ``--data-dir``, else ``$OPIE_BOT_DATA``, else ``$XDG_DATA_HOME/opie-bot``,
 else ``~/.local/share/opie-bot`` (the XDG base directory default), so
 ``status``, ``resume`` and ``list`` find a job from any working directory.
-It holds ``jobs/<job id>.sqlite`` (each job's journal and its lock) and
-``reports/`` (the JSON and HTML reports of runs).
+It holds ``jobs/<job id>.sqlite`` (each job's journal and its lock),
+``reports/`` (the JSON and HTML reports of runs) and
+``<job id>/outputs/<task>/`` (the files a job's tasks declared as their
+outputs).
 """
 import os
 
@@ -26,3 +28,13 @@ def jobs(root):
 
 def reports(root):
     return os.path.join(root, 'reports')
+
+
+def outputs(job_id, task_id):
+    """Where a task's outputs go, relative to the data directory."""
+    return '%s/outputs/%s' % (job_id, task_id)
+
+
+def of_jobs(jobs_dir):
+    """The data directory whose :func:`jobs` is ``jobs_dir``."""
+    return os.path.dirname(os.path.abspath(jobs_dir))

@@ -119,7 +119,8 @@ def expand(gen):
                  'memory_mb': memory[i],
                  runtime_key: runtimes[i],
                  'inputs': list(gen.get('inputs', ()))}
-        if 'ref_flavor' in gen:
-            entry['ref_flavor'] = gen['ref_flavor']
+        for key in ('ref_flavor', 'outputs'):
+            if key in gen:
+                entry[key] = gen[key]
         entries.append(entry)
     return entries

@@ -16,6 +16,7 @@ import re
 import jsonschema
 import yaml
 
+from opie.bot import agent
 from opie.bot import files
 from opie.bot import generate
 from opie.bot import model
@@ -27,8 +28,8 @@ MAX_NODES = 2000000
 MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 12
 # A task id names objects and files: no path separator, no control
-# character.
-TASK_ID = re.compile(r'[^/\\\x00-\x1f\x7f]{1,200}')
+# character, not . or .. (a directory's own names).
+TASK_ID = re.compile(r'(?!\.\.?\Z)[^/\\\x00-\x1f\x7f]{1,200}')
 
 
 class JobFileError(Exception):
@@ -234,13 +235,34 @@ def _task_entries(src):
             yield path, entry
 
 
+def _outputs(src):
+    """Every output pattern stays below the task's directory: one
+    problem per pattern that does not."""
+    data = src.data
+    lists = [(('job', 'outputs'), data['job'].get('outputs', ()))]
+    for section in ('tasks', 'generate'):
+        lists += [((section, i, 'outputs'), entry.get('outputs', ()))
+                  for i, entry in enumerate(data.get(section, ()))]
+    problems = []
+    for path, patterns in lists:
+        for i, pattern in enumerate(patterns):
+            try:
+                agent.relative_path(pattern)
+            except ValueError:
+                problems.append(src.message(
+                    path + (i,), "%r leaves the task's directory"
+                    % pattern))
+    return problems
+
+
 def _tasks(src, flavors):
+    job_outputs = src.data['job'].get('outputs', ())
     tasks, seen = [], {}
     for path, entry in _task_entries(src):
         if not TASK_ID.fullmatch(entry['id']):
             raise src.error(path + ('id',), 'task id %r: 1 to 200 '
-                            'characters, no / or \\ or control character'
-                            % entry['id'])
+                            'characters, no / or \\ or control character, '
+                            'not . or ..' % entry['id'])
         if entry['id'] in seen:
             raise src.error(path + ('id',), 'duplicate task id %r (first '
                             'at line %d)' % (entry['id'], seen[entry['id']]))
@@ -249,7 +271,9 @@ def _tasks(src, flavors):
             id=entry['id'], command=entry.get('command', ''),
             memory_mb=float(entry.get('memory_mb', 0.0)),
             runtime_s=_runtimes(src, path, entry, flavors),
-            inputs=tuple(entry.get('inputs', ())))
+            inputs=tuple(entry.get('inputs', ())),
+            outputs=tuple(agent.relative_path(p) for p in
+                          entry.get('outputs', job_outputs)))
         if not any(task.memory_mb <= f.ram_mb and f.limits[model.NORMAL] > 0
                    for f in flavors.values()):
             raise src.error(path + ('memory_mb',),
@@ -275,7 +299,7 @@ def _policy(src):
 
 def parse(text, filename='<job>'):
     src = _Source(filename, text)
-    problems = _schema_errors(src)
+    problems = _schema_errors(src) or _outputs(src)
     if problems:
         raise JobFileError(problems)
     flavors = _flavors(src.data)

@@ -35,6 +35,8 @@ class Task:
     # Expected run time on one vCPU of each flavor, checkpoints excluded.
     runtime_s: typing.Mapping[str, float]
     inputs: typing.Tuple[str, ...] = ()
+    # Glob patterns of the files the task leaves for the tenant.
+    outputs: typing.Tuple[str, ...] = ()
 
     def runtime_on(self, flavor):
         return self.runtime_s[flavor.name]

@@ -5,9 +5,12 @@ a finished simulation in a traceback, and a symbolic link already at a
 report's path sent the report to whatever it pointed at.  Each problem
 is now one line (:class:`PathError`), found before the job is planned,
 simulated or started, and reports are opened with ``O_NOFOLLOW`` so a
-link planted after the check is refused too.
+link planted after the check is refused too.  A task's outputs, written
+below the data directory under names the task chose, never go through a
+link either (:func:`write_below`).
 """
 import os
+import secrets
 import stat
 
 
@@ -64,3 +67,63 @@ def write_text(path, text):
         raise PathError('%s: %s' % (path, exc.strerror)) from None
     with os.fdopen(fd, 'w', encoding='utf-8') as f:
         f.write(text)
+
+
+def write_below(base, parts, data):
+    """Write ``data`` to ``base/parts[0]/.../parts[-1]``, making the
+    directories on the way.  ``base`` is the tenant's (it may be a
+    link); below it, a symbolic link where a directory or the file goes
+    is refused, not followed, even one planted while this runs: each
+    directory is opened relative to the one above, without following
+    links, and the file is renamed into place."""
+    os.makedirs(base, exist_ok=True)
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i, name in enumerate(parts[:-1]):
+            try:
+                os.mkdir(name, 0o755, dir_fd=fd)
+            except FileExistsError:
+                pass
+            try:
+                below = os.open(name, os.O_RDONLY | os.O_DIRECTORY
+                                | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                raise _refused(base, parts[:i + 1], fd, exc) from None
+            os.close(fd)
+            fd = below
+        _replace(fd, parts[-1], data, base, parts)
+    finally:
+        os.close(fd)
+
+
+def _replace(fd, name, data, base, parts):
+    try:
+        info = os.lstat(name, dir_fd=fd)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise _refused(base, parts, fd, None)
+    tmp = '.opie-%s.tmp' % secrets.token_hex(8)
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                  | os.O_CLOEXEC, 0o644, dir_fd=fd)
+    try:
+        with os.fdopen(out, 'wb') as f:
+            f.write(data)
+        os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+    except BaseException:
+        os.unlink(tmp, dir_fd=fd)
+        raise
+
+
+def _refused(base, parts, fd, exc):
+    """Why ``base/parts`` cannot be written, as a :class:`PathError`."""
+    path = os.path.join(base, *parts)
+    try:
+        link = stat.S_ISLNK(os.lstat(parts[-1], dir_fd=fd).st_mode)
+    except OSError:
+        link = False
+    if link:
+        return PathError('%s: is a symbolic link; opie-bot does not write '
+                         'through links' % path)
+    return PathError('%s: %s' % (path, exc.strerror if exc
+                                 else 'not a regular file'))

@@ -37,6 +37,9 @@ _MARKET_LIMITS = {
     'properties': {'preemptible': _COUNT, 'normal': _COUNT},
 }
 _INPUTS = {'type': 'array', 'items': {'type': 'string'}}
+# Glob patterns relative to a task's working directory; that they stay
+# below it is checked by opie.bot.jobfile.
+_OUTPUTS = {'type': 'array', 'items': {'type': 'string', 'minLength': 1}}
 
 SCHEMA = {
     '$schema': 'https://json-schema.org/draft/2020-12/schema',
@@ -55,6 +58,7 @@ SCHEMA = {
                          'pattern': r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,43}\Z'},
                 'description': {'type': 'string'},
                 'deadline_s': _SECONDS,
+                'outputs': _OUTPUTS,
             },
         },
         'policy': {
@@ -109,6 +113,7 @@ SCHEMA = {
                     'runtime_ref_s': _SECONDS,
                     'ref_flavor': {'type': 'string'},
                     'inputs': _INPUTS,
+                    'outputs': _OUTPUTS,
                 },
             },
         },
@@ -132,6 +137,7 @@ SCHEMA = {
                     'runtime_ref_s': {'oneOf': [_SECONDS, _DIST]},
                     'ref_flavor': {'type': 'string'},
                     'inputs': _INPUTS,
+                    'outputs': _OUTPUTS,
                 },
             },
         },

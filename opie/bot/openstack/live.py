@@ -5,7 +5,10 @@ status, run the timers that are due, sleep.  Everything the scheduler
 decides or sees goes to the SQLite journal first (:mod:`opie.bot.journal`),
 so the client may be killed at any point: ``resume`` rebuilds the job from
 the journal, the servers Nova still has with the job's tag, the agents'
-assignments and the committed results, and carries on.
+assignments and the committed results, and carries on.  A job's input
+files go to its store before its first server is created
+(:mod:`opie.bot.staging`); the outputs of every task that ends come back
+into the data directory (:mod:`opie.bot.outputs`).
 
 Errors the user can fix (credentials, endpoint, flavor, image, store) end
 the command with one line and exit status 3, the journal untouched.
@@ -20,13 +23,18 @@ from keystoneauth1 import exceptions as ks_exceptions
 from novaclient import exceptions as nova_exceptions
 
 from opie import clouds
+from opie.bot import datadir
 from opie.bot import jobfile
 from opie.bot import journal as journal_mod
 from opie.bot import jobstatus
 from opie.bot import lifecycle
+from opie.bot import outputs
+from opie.bot import paths
 from opie.bot import planner
 from opie.bot import report
 from opie.bot import scheduler as scheduler_mod
+from opie.bot import staging
+from opie.bot import tasklogs
 from opie.bot.openstack import errors
 from opie.bot.openstack import clock as clock_mod
 from opie.bot.openstack import nova
@@ -38,8 +46,9 @@ CLOUD_ERRORS = (ks_exceptions.ClientException,
                 nova_exceptions.ClientException)
 # Why a job stops unfinished (the report and status say it).
 HORIZON_REASON = sim_backend.HORIZON_REASON
-# Where the agents commit results: what cancel keeps unless asked.
-RESULTS = 'results/'
+# What the tasks left (results, outputs, logs): what cancel keeps
+# unless asked.
+KEPT = ('results/', 'outputs/', 'logs/')
 # Consecutive failed polls before the client stops (the job can resume).
 MAX_FAILED_POLLS = 20
 
@@ -63,7 +72,8 @@ class Settings:
 class Job:
     """Everything one run of the client holds."""
 
-    def __init__(self, journal, plan, settings, job_id, t0, conn):
+    def __init__(self, journal, plan, settings, job_id, t0, conn, inputs,
+                 jobs_dir):
         self.journal = journal
         self.plan = plan
         self.settings = settings
@@ -90,8 +100,11 @@ class Job:
         self.runner = runner_mod.AgentRunner(
             self.store, self.cloud.name_of, journal, self.clock,
             settings.speed, settings.retries)
-        self.runner.set_commands(plan.job)
+        self.runner.set_tasks(plan.job, inputs)
         self.cloud.watch(self.runner.server_event)
+        self.fetcher = outputs.Fetcher(self.store, journal, self.clock,
+                                       datadir.of_jobs(jobs_dir), job_id)
+        self.runner.watch(self.fetcher.ended)
         self.checkpoints = runner_mod.AgentCheckpoints(self.store)
         self.scheduler = scheduler_mod.Scheduler(
             plan, self.clock, self.cloud, self.runner, self.checkpoints,
@@ -124,14 +137,19 @@ def new_job_id(job):
 
 
 def start(plan, job_path, settings, jobs_dir, say=print, source=None,
-          job_id=None, t0=None, watch=None):
-    """Validate against the cloud, then create the journal and start.
-    A controller (:mod:`opie.bot.controller`) passes the job file's text,
-    the id and start time its tenant gave the job, and ``watch``, which
-    sees every record as it is committed."""
+          job_id=None, t0=None, watch=None, inputs=None):
+    """Validate against the cloud, then create the journal, stage the
+    job's inputs and start.  A controller (:mod:`opie.bot.controller`)
+    passes the job file's text, the id and start time its tenant gave
+    the job, ``watch``, which sees every record as it is committed, and
+    ``inputs``, the manifest of the inputs its tenant already staged
+    (the job file's directory is on the tenant's machine)."""
     if source is None:
         with open(job_path, encoding='utf-8') as f:
             source = f.read()
+    staged = inputs is not None
+    if not staged:
+        inputs = staging.scan(plan.job, job_path)
     job_id = job_id or new_job_id(plan.job)
     conn = _connect(settings)
     path = journal_mod.path_for(jobs_dir, job_id)
@@ -145,17 +163,32 @@ def start(plan, job_path, settings, jobs_dir, say=print, source=None,
         journal.watch(watch)
     t0 = time.time() if t0 is None else t0
     try:
-        ctx = _guard(Job, journal, plan, settings, job_id, t0, conn)
+        ctx = _guard(Job, journal, plan, settings, job_id, t0, conn, inputs,
+                     jobs_dir)
     except CloudError:
         journal.close()
         os.unlink(path)
         raise
     journal.set_meta(job_id=job_id, job_source=source, job_path=job_path,
                      settings=dataclasses.asdict(settings), t0=t0,
-                     status='running')
+                     status='running', inputs=inputs,
+                     inputs_dir=None if staged else staging.job_dir(job_path))
     say('job %s: journal %s' % (job_id, path))
+    if not staged:
+        _guard(stage, ctx.store, journal, ctx.clock, journal.meta())
     _guard(ctx.scheduler.start)
     return ctx
+
+
+def stage(store, journal, clock, meta):
+    """Upload the job's inputs, unless the journal shows them staged
+    (a client killed half-way through the upload finishes it here)."""
+    if not meta.get('inputs') or any(
+            r['event'] == 'inputs_staged' for r in journal.records()):
+        return
+    staging.upload(store, meta['inputs_dir'], meta['inputs'])
+    journal.append({'t': clock.now(), 'event': 'inputs_staged',
+                    'files': len(meta['inputs'])})
 
 
 def _load(jobs_dir, job_id, lock=False):
@@ -205,33 +238,61 @@ def resume(jobs_dir, job_id, cloud=None, watch=None):
     state = _state(journal, meta)
     if state in lifecycle.FINAL:
         try:
-            _refuse(journal, meta, job, settings, conn, state)
+            _refuse(journal, meta, job, settings, conn, state, jobs_dir)
         finally:
             journal.close()
     plan = planner.primary_map(job)
-    ctx = _guard(Job, journal, plan, settings, job_id, meta['t0'], conn)
+    ctx = _guard(Job, journal, plan, settings, job_id, meta['t0'], conn,
+                 meta.get('inputs', {}), jobs_dir)
+    _guard(stage, ctx.store, journal, ctx.clock, meta)
     _guard(_adopt, ctx, job)
     return ctx
 
 
-def _refuse(journal, meta, job, settings, conn, state):
+def _refuse(journal, meta, job, settings, conn, state, jobs_dir):
     """A done or cancelled job is not run again; but servers its
     journal shows still billing (the client died right after the job's
-    end, or during a cancel) serve nothing: they are deleted first."""
+    end, or during a cancel) serve nothing: they are deleted first, and
+    the outputs a killed client had not fetched are fetched."""
     ended = []
+    clock = clock_mod.RealClock(meta['t0'], settings.speed)
     if _leftovers(journal.records()):
-        clock = clock_mod.RealClock(meta['t0'], settings.speed)
         _, ended = _delete_servers(journal, meta['job_id'], job, conn,
                                    settings, clock, 'left over by a client '
                                    'killed when the job was %s' % state)
+    fetched = _guard(_fetch_left, journal, meta, settings, conn, clock,
+                     jobs_dir)
     try:
         lifecycle.check_resumable(meta['job_id'], state)
     except lifecycle.Final as exc:
-        if ended:
-            raise lifecycle.Final('%s; the %d server(s) a killed client '
-                                  'left running are deleted'
-                                  % (exc, len(ended))) from None
-        raise
+        notes = ['the %d server(s) a killed client left running are '
+                 'deleted' % len(ended)] if ended else []
+        notes += ['the outputs of %d task(s) a killed client had not '
+                  'fetched are fetched' % fetched] if fetched else []
+        raise lifecycle.Final('; '.join([str(exc)] + notes)) from None
+
+
+def _fetch_left(journal, meta, settings, conn, clock, jobs_dir):
+    """Fetch the outputs of the tasks committed in the store whose
+    fetch the journal does not show (a client killed in between); how
+    many tasks."""
+    try:
+        store, _ = stores.open_store(settings.store, meta['job_id'], conn,
+                                     create=False)
+    except stores.StoreError:
+        return 0        # deleted with its results: nothing to fetch
+    fetcher = outputs.Fetcher(store, journal, clock,
+                              datadir.of_jobs(jobs_dir), meta['job_id'])
+    _queue_unfetched(fetcher, journal.records(), runner_mod.committed(store))
+    count = len(fetcher.pending)
+    fetcher.run()
+    return count
+
+
+def _queue_unfetched(fetcher, records, committed):
+    fetcher.pending |= committed - {
+        r['task'] for r in records
+        if r['event'] in ('outputs_fetched', 'outputs_refused')}
 
 
 def _adopt(ctx, job):
@@ -277,6 +338,7 @@ def _adopt(ctx, job):
         ctx.journal.append({'t': now, 'event': 'orphan_delete',
                             'server': sid})
     runner.attempts.update(attempts)
+    _queue_unfetched(ctx.fetcher, records, runner.results())
     ctx.scheduler.hangs.count.update(
         r['task'] for r in records if r['event'] == 'task_hung')
     # A task failed for hanging has no result, and is over all the same.
@@ -362,6 +424,7 @@ def loop(ctx, progress=None, progress_every_s=10.0):
             full = False
             ctx.runner.poll_all()
             ctx.clock.run_due()
+            ctx.fetcher.run()
             failures = 0
         except CLOUD_ERRORS + (OSError,) as exc:
             failures += 1
@@ -375,6 +438,8 @@ def loop(ctx, progress=None, progress_every_s=10.0):
         time.sleep(ctx.settings.poll_s)
     if not sched.finished and not sched.stopped:
         _guard(sched.stop, HORIZON_REASON)
+    # The tasks that ended on the last poll, or while no client ran.
+    _guard(ctx.fetcher.run)
     ctx.journal.set_meta(status=lifecycle.DONE if sched.finished
                          else lifecycle.STOPPED)
     return sched.finished
@@ -428,6 +493,64 @@ def status(jobs_dir, job_id, baseline=True):
                                now, ended=state not in (
                                    lifecycle.RUNNING, lifecycle.PAUSED),
                                baseline=baseline)
+
+
+def _store_of(meta, cloud):
+    """The store of a journalled job, for a command that only reads
+    (its journal too), so it works beside the client that drives the
+    job, or beside its controller."""
+    settings = Settings(**meta['settings'])
+    settings.cloud = cloud or settings.cloud
+    try:
+        conn = None if stores.file_root(settings.store) else \
+            _connect(settings)
+        store, _ = _guard(stores.open_store, settings.store, meta['job_id'],
+                          conn, False)
+    except stores.StoreError as exc:
+        raise CloudError(str(exc)) from None
+    return store
+
+
+def task_log(jobs_dir, job_id, task_id, tail=None, cloud=None):
+    """The pieces of the log of ``task_id`` (:mod:`opie.bot.tasklogs`),
+    or None if it has none yet."""
+    journal, meta, job = _load(jobs_dir, job_id)
+    journal.close()
+    if task_id not in {t.id for t in job.tasks}:
+        raise ValueError('job %s has no task %r' % (job_id, task_id))
+    store = _store_of(meta, cloud)
+    prefix = _guard(tasklogs.run_prefix, store, task_id)
+    return None if prefix is None else _guarded(
+        tasklogs.pieces(store, prefix, tail))
+
+
+def fetch_outputs(jobs_dir, job_id, cloud=None):
+    """Fetch the outputs of every task committed in the job's store into
+    the data directory of ``jobs_dir`` (:func:`outputs.fetch_task`),
+    over what is there: ({task: (files, skipped)}, {task: why refused}).
+    """
+    journal, meta, _ = _load(jobs_dir, job_id)
+    journal.close()
+    store = _store_of(meta, cloud)
+    data_dir = datadir.of_jobs(jobs_dir)
+    fetched, refused = {}, {}
+    for task_id in sorted(_guard(runner_mod.committed, store)):
+        try:
+            got = _guard(outputs.fetch_task, store, data_dir, job_id,
+                         task_id)
+        except (paths.PathError, outputs.Missing) as exc:
+            refused[task_id] = str(exc)
+        else:
+            if got is not None:
+                fetched[task_id] = got
+    return fetched, refused
+
+
+def _guarded(pieces):
+    try:
+        yield from pieces
+    except CLOUD_ERRORS as exc:
+        raise CloudError(errors.describe(exc)) from None
 
 
 def jobs(jobs_dir):
@@ -518,5 +641,5 @@ def _delete_scratch(store):
     """Delete the job's objects but its results: assignments, statuses
     and checkpoints only served the run."""
     for key in store.list():
-        if not key.startswith(RESULTS):
+        if not key.startswith(KEPT):
             store.delete(key)

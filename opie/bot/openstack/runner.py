@@ -8,13 +8,16 @@ a task from the one it has.  Before starting a task the runner looks for
 its result: a task another server already committed (it ended as its
 server was lost) is reported finished without running again.  A run that
 finds the result already there is a duplicate: journalled and counted,
-never committed twice.
+never committed twice.  An assignment names the task's input objects
+and its output patterns, so the agent stages the one and uploads the
+other (:mod:`opie.bot.staging`, :mod:`opie.bot.outputs`).
 """
 import json
 import os
 
 from opie.bot import agent
 from opie.bot import ports
+from opie.bot import staging
 
 AGENT_SOURCE = os.path.join(os.path.dirname(agent.__file__), 'agent.py')
 
@@ -25,6 +28,12 @@ def user_data(config):
         source = f.read()
     return ('#!/usr/bin/env python3\n%s\n\nif __name__ == \'__main__\':\n'
             '    main(json.loads(%r))\n' % (source, json.dumps(config)))
+
+
+def committed(store):
+    """The ids of the tasks whose result is in ``store``."""
+    return {key[len('results/'):-len('.json')]
+            for key in store.list('results/')}
 
 
 class AgentCheckpoints:
@@ -61,6 +70,7 @@ class AgentRunner(ports.Runner):
         self.status = {}            # server id -> {task: report}
         self.attempts = {}
         self.committed = set()
+        self.files = {}             # task -> its inputs and outputs
         self._listeners = []
 
     # -- the port ---------------------------------------------------------
@@ -93,7 +103,8 @@ class AgentRunner(ports.Runner):
             'attempt': self.attempts[task_id],
             'command': self.commands[task_id],
             'start': run.start, 'work_s': run.work_s,
-            'checkpoints_at': offsets, 'retries': self.retries}
+            'checkpoints_at': offsets, 'retries': self.retries,
+            **self.files.get(task_id, {})}
         self._write(server_id)
 
     def _write(self, server_id):
@@ -101,15 +112,19 @@ class AgentRunner(ports.Runner):
                          'servers/%s/assign.json' % self.names(server_id),
                          self.assigned.get(server_id, {}))
 
-    def set_commands(self, job):
+    def set_tasks(self, job, inputs):
+        """What agents run: each task's command, the objects of its
+        ``inputs`` (a :func:`staging.scan` manifest) and its outputs."""
         self.commands = {t.id: t.command for t in job.tasks}
+        self.files = {t.id: {'inputs': staging.assigned(inputs, t),
+                             'outputs': list(t.outputs)}
+                      for t in job.tasks}
 
     # -- polling ----------------------------------------------------------
 
     def results(self):
         """Task ids whose result is committed."""
-        return {key[len('results/'):-len('.json')]
-                for key in self.store.list('results/')}
+        return committed(self.store)
 
     def result(self, task_id):
         """The committed result of ``task_id``, or None."""

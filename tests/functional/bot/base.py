@@ -111,3 +111,30 @@ class BotCloud(cloud_mod.InProcessCloud):
     def assert_bystander_untouched(self):
         server = self.api.get_server(self.bystander['id'])
         self.assertEqual('ACTIVE', server['status'])
+
+
+class ControllerCloud(BotCloud):
+    """The in-process cloud, with a tenant that starts controllers."""
+
+    def launch(self):
+        client = self.spawn(demo.client_command(
+            self.image, self.job, self.dir, SPEED,
+            extra=['--controller']), 'client')
+        self.assertEqual(0, self.wait(client), self.output('client'))
+        (controller,) = self.controllers()
+        return self.job_id(), controller['id']
+
+    def controllers(self):
+        return [s for s in self.api.get_servers()
+                if 'opie-controller' in s.get('metadata', {})]
+
+    def until(self, what, check):
+        deadline = time.monotonic() + LIMIT_S
+        while not check():
+            self.assertLess(time.monotonic(), deadline, what)
+            time.sleep(0.2)
+
+    def command(self, verb, job_id, *extra):
+        proc = self.spawn(demo.resume_command(self.dir, job_id, verb)
+                          + list(extra), verb)
+        return self.wait(proc), self.output(verb)

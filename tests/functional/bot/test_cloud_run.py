@@ -10,7 +10,9 @@ import random
 import signal
 import time
 
+from opie.bot import agent
 from opie.bot.democloud import demo
+from opie.bot.openstack import live
 from tests.functional.bot import base
 
 
@@ -94,12 +96,13 @@ class CloudRun(base.BotCloud):
         self.assertEqual(0, self.wait(cancel), self.output('cancel'))
         self.assertEqual([], demo.job_servers(self))
         self.assert_bystander_untouched()
-        # The committed results are kept, nothing else.
+        # What the tasks left (results, outputs, logs) is kept, nothing
+        # else.
         store = os.path.join(self.dir, 'store', job_id)
         self.assertEqual([], [
-            os.path.relpath(os.path.join(top, name), store)
-            for top, _, names in os.walk(store) for name in names
-            if os.path.relpath(top, store) != 'results'])
+            key for key in agent.DirStore(store).list()
+            if not key.startswith(live.KEPT)])
+        self.assertNotEqual([], agent.DirStore(store).list('logs/'))
         status = self.spawn(demo.resume_command(self.dir, job_id, 'status'),
                             'status')
         self.assertEqual(0, self.wait(status))

@@ -2,38 +2,18 @@
 client exits at once, the controller server runs the job to its end as a
 guest of the in-process cloud (its user data, like the agents'), with
 nothing running on the tenant's side, and deletes itself; a controller
-that dies is said by ``status`` and ``resume`` takes the job back."""
+that dies is said by ``status`` and ``resume`` takes the job back.  A
+job with task files: the tenant's client stages the inputs, and the
+tenant's ``outputs`` and ``logs`` read what the tasks left in the store."""
 import json
-import time
+import os
 
 from opie.bot.democloud import demo
 from tests.functional.bot import base
+from tests.functional.bot import test_task_files
 
 
-class Controller(base.BotCloud):
-
-    def launch(self):
-        client = self.spawn(demo.client_command(
-            self.image, self.job, self.dir, base.SPEED,
-            extra=['--controller']), 'client')
-        self.assertEqual(0, self.wait(client), self.output('client'))
-        (controller,) = self.controllers()
-        return self.job_id(), controller['id']
-
-    def controllers(self):
-        return [s for s in self.api.get_servers()
-                if 'opie-controller' in s.get('metadata', {})]
-
-    def until(self, what, check):
-        deadline = time.monotonic() + base.LIMIT_S
-        while not check():
-            self.assertLess(time.monotonic(), deadline, what)
-            time.sleep(0.2)
-
-    def command(self, verb, job_id, *extra):
-        proc = self.spawn(demo.resume_command(self.dir, job_id, verb)
-                          + list(extra), verb)
-        return self.wait(proc), self.output(verb)
+class Controller(base.ControllerCloud):
 
     def test_the_controller_runs_the_job_and_deletes_itself(self):
         job_id, _ = self.launch()
@@ -77,4 +57,35 @@ class Controller(base.BotCloud):
         self.assert_every_task_committed_once(job_id)
         code, out = self.command('status', job_id, '-f', 'json')
         self.assertEqual('done', json.loads(out)['status'])
+        self.assert_bystander_untouched()
+
+
+class ControllerTaskFiles(base.ControllerCloud):
+
+    def setUp(self):
+        super().setUp()
+        test_task_files.prepare(self)
+
+    def test_inputs_reach_the_tasks_outputs_and_logs_the_tenant(self):
+        job_id, _ = self.launch()
+        self.until('the controller to end the job and go',
+                   lambda: not self.controllers())
+        code, out = self.command('status', job_id, '-f', 'json')
+        self.assertEqual(0, code, out)
+        self.assertEqual(('done', 2), (json.loads(out)['status'],
+                                       json.loads(out)['done']))
+        # The controller fetched them onto its own disk, not here.
+        self.assertFalse(os.path.exists(os.path.join(self.dir, job_id)))
+
+        code, out = self.command('outputs', job_id)
+
+        self.assertEqual(0, code, out)
+        for task in ('t01', 't02'):
+            self.assertEqual(
+                (['out'], 'STAGED THROUGH THE STORE\n'),
+                test_task_files.read_output(self.dir, job_id, task))
+        code, out = self.command('logs', job_id, 't01', '--tail', '1')
+        self.assertEqual(0, code, out)
+        self.assertEqual('line %05d of the whole log\n'
+                         % (test_task_files.LINES - 1), out)
         self.assert_bystander_untouched()

@@ -7,13 +7,18 @@ their real code against it, in one process and in well under a second of
 wall time (job time runs ``SPEED`` times faster).  Servers boot on the
 next poll (or fail to, for flavors in ``error_flavors``); each poll, the
 agents of ACTIVE servers commit every task assigned to them except those
-in ``hang`` (or, on their first attempt, in ``hang_once``).  ``killer``
+in ``hang`` (or, on their first attempt, in ``hang_once``).  With
+``agents_dir`` set, the real :class:`agent.Agent` runs each server's
+tasks instead (real processes, waited for within the poll, so the test
+decides nothing from timing).  A controller's server runs no agent: its
+settings go to ``controllers`` for the test to run.  ``killer``
 simulates a SIGKILL right after the journal's Nth record.
 """
 import ast
 import datetime
 import itertools
 import json
+import os
 import types
 
 from novaclient import exceptions as nova_exc
@@ -112,6 +117,8 @@ class FakeNova:
         self.hang = set()
         self.hang_once = set()  # hang on the first attempt only
         self.seen = set()       # the states servers have been in
+        self.agents_dir = None  # run the real agent there (see module)
+        self.agents = {}
 
     def live(self):
         """The ids of servers Nova still has."""
@@ -127,7 +134,23 @@ class FakeNova:
                 self.seen.add(server.status)
                 server.updated = _now()
             elif server.status == 'ACTIVE' and sid in self.configs:
-                self._agent(self.configs[sid])
+                if self.agents_dir:
+                    self._real_agent(sid, self.configs[sid])
+                else:
+                    self._agent(self.configs[sid])
+
+    def _real_agent(self, sid, config):
+        """One cycle of the real agent that waits for its tasks' ends,
+        and the cycle that reports them."""
+        if sid not in self.agents:
+            self.agents[sid] = agent.Agent(
+                config, os.path.join(self.agents_dir, sid))
+        server_agent = self.agents[sid]
+        server_agent.cycle()
+        for run in server_agent.runs.values():
+            if run.proc is not None:
+                run.proc.wait()
+        server_agent.cycle()
 
     def _agent(self, config):
         """What a server's agent does in one cycle: commit its tasks."""

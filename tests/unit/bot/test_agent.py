@@ -1,11 +1,13 @@
 """The task agent against a directory store, with real task processes."""
 import json
+import os
 import sys
 import time
 
 import pytest
 
 from opie.bot import agent
+from opie.bot import tasklogs
 
 TASK = ('%s -c "import os, time; p = os.environ[\'OPIE_STATE_DIR\']; '
         'n = int(open(p + \'/n\').read()) if os.path.exists(p + \'/n\') '
@@ -108,3 +110,126 @@ def test_failing_command_is_retried_then_reported_failed(tmp_path):
     assert tasks['t1']['exit_status'] == 7
     assert a.over[('t1', 1)]['state'] == 'failed'
     assert json.loads(store.get('results/t1.json'))['exit_status'] == 7
+
+
+def staged(store, path, data, executable=False):
+    key = 'inputs/%s' % path.replace('/', '_')
+    store.put(key, data)
+    return {path: {'object': key, 'exec': executable}}
+
+
+def test_inputs_are_staged_in_the_working_directory(tmp_path):
+    store, a = make(tmp_path)
+    inputs = staged(store, 'bin/run.sh', b'echo staged "$@"\n', True)
+    inputs.update(staged(store, 'data/in.txt', b'data\n'))
+    agent.write_json(store, 'servers/s1/assign.json', {'t1': dict(
+        assignment(), command='./bin/run.sh $(cat data/in.txt)',
+        inputs=inputs)})
+
+    cycle_until(a, store, 'finished')
+
+    result = agent.read_json(store, 'results/t1.json')
+    assert result['output'] == 'staged data\n'
+
+
+@pytest.mark.parametrize('path', ['../../../../escape', '/tmp/escape',
+                                  'a/../..', ''])
+def test_an_assignment_cannot_stage_outside_the_task(tmp_path, path):
+    store, a = make(tmp_path)
+    store.put('inputs/x', b'planted')
+    agent.write_json(store, 'servers/s1/assign.json', {'t1': dict(
+        assignment(), inputs={path: {'object': 'inputs/x', 'exec': True}})})
+
+    tasks = cycle_until(a, store, 'failed')
+
+    result = agent.read_json(store, 'results/t1.json')
+    assert tasks['t1']['committed'] and result['exit_status'] is None
+    assert 'input' in result['error']
+    assert sorted(os.listdir(tmp_path)) == ['s1', 'store']
+    assert not os.path.exists('/tmp/escape')
+
+
+def test_a_missing_input_object_fails_the_task(tmp_path):
+    store, a = make(tmp_path)
+    agent.write_json(store, 'servers/s1/assign.json', {'t1': dict(
+        assignment(), inputs={'x': {'object': 'inputs/gone'}})})
+
+    cycle_until(a, store, 'failed')
+
+    assert 'x' in agent.read_json(store, 'results/t1.json')['error']
+
+
+def test_outputs_skip_links_and_what_is_too_big(tmp_path, monkeypatch):
+    monkeypatch.setattr(agent, 'MAX_FILE', 100)
+    secret = tmp_path / 'secret'
+    secret.write_text('not for the store')
+    (tmp_path / 'secrets').mkdir()
+    (tmp_path / 'secrets' / 'key').write_text('not for the store')
+    command = ('mkdir -p out/sub && echo ok > out/a.txt && '
+               'echo deep > out/sub/b.txt && head -c 101 /dev/zero > '
+               'out/big.txt && ln -s %s out/link.txt && ln -s %s out/dir'
+               % (secret, tmp_path / 'secrets'))
+    store, a = make(tmp_path)
+    agent.write_json(store, 'servers/s1/assign.json', {'t1': dict(
+        assignment(), command=command, outputs=['out/**', 'nothing*'])})
+
+    cycle_until(a, store, 'finished')
+
+    outputs = agent.read_json(store, 'results/t1.json')['outputs']
+    assert outputs['files'] == ['out/a.txt', 'out/sub/b.txt']
+    assert sorted(outputs['skipped']) == ['out/big.txt', 'out/dir',
+                                          'out/link.txt']
+    uploaded = store.list('outputs/')
+    assert [k[len(outputs['prefix']):] for k in uploaded] == \
+        ['out/a.txt', 'out/sub/b.txt']
+    assert store.get(outputs['prefix'] + 'out/sub/b.txt') == b'deep\n'
+
+
+def test_the_whole_log_is_kept_in_pieces(tmp_path, monkeypatch):
+    monkeypatch.setattr(agent, 'LOG_CHUNK', 1000)
+    store, a = make(tmp_path)
+    command = '%s -c "print(\'x\' * 9999)"' % sys.executable
+    agent.write_json(store, 'servers/s1/assign.json',
+                     {'t1': dict(assignment(), command=command)})
+
+    cycle_until(a, store, 'finished')
+
+    result = agent.read_json(store, 'results/t1.json')
+    assert len(result['output']) == agent.OUTPUT_TAIL
+    keys = store.list(result['log'])
+    assert len(keys) == 10
+    assert b''.join(store.get(k) for k in keys) == b'x' * 9999 + b'\n'
+
+
+def test_match_reads_star_question_and_double_star():
+    match = agent.matcher(['*.txt', 'out/**', 'r?n/**/x'])
+
+    assert [p for p in ['a.txt', 'sub/a.txt', 'out/a/b', 'out', 'run/x',
+                        'run/a/b/x', 'ran/y'] if match(p)] == \
+        ['a.txt', 'out/a/b', 'run/x', 'run/a/b/x']
+
+
+def test_a_running_tasks_log_so_far(tmp_path):
+    store, a = make(tmp_path)
+    go = tmp_path / 'go'
+    command = ('%s -c "import os, time\nprint(\'so far\', flush=True)\n'
+               'while not os.path.exists(%r): time.sleep(0.01)\n'
+               'print(\'the end\')"' % (sys.executable, str(go)))
+    agent.write_json(store, 'servers/s1/assign.json',
+                     {'t1': dict(assignment(), command=command)})
+    end = time.monotonic() + 10
+    while tasklogs.run_prefix(store, 't1') is None or b''.join(
+            tasklogs.pieces(store, tasklogs.run_prefix(store, 't1'))) \
+            != b'so far\n':
+        assert time.monotonic() < end, 'no log while running'
+        a.cycle()
+        time.sleep(0.02)
+    assert a.runs['t1'].proc.poll() is None
+
+    go.touch()
+    cycle_until(a, store, 'finished')
+
+    prefix = tasklogs.run_prefix(store, 't1')
+    assert prefix == agent.read_json(store, 'results/t1.json')['log']
+    assert b''.join(tasklogs.pieces(store, prefix)) == b'so far\nthe end\n'
+    assert b''.join(tasklogs.pieces(store, prefix, tail=1)) == b'the end\n'

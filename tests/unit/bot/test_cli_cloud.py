@@ -7,6 +7,27 @@ import yaml
 from opie.bot import cli
 
 
+# A job whose inputs exist (those of the examples are not shipped):
+# these tests are about the cloud.
+JOB = """\
+job: {name: tiny, deadline_s: 3600}
+flavors:
+  small:
+    vcpus: 2
+    ram_gb: 2
+    gflops: 20
+    price_h: {preemptible: 0.03, normal: 0.1}
+tasks:
+  - {id: t1, command: "true", runtime_s: 600}
+"""
+
+
+def job_file(tmp_path):
+    path = tmp_path / 'tiny.yaml'
+    path.write_text(JOB)
+    return str(path)
+
+
 def closed_port():
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
@@ -22,7 +43,7 @@ def test_unreachable_endpoint_is_one_line_exit_3(tmp_path, monkeypatch,
                  'token': 'tok-55'}}}}))
     monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(clouds))
 
-    code = cli.main(['run', 'examples/jobs/j60.yaml', '--backend',
+    code = cli.main(['run', job_file(tmp_path), '--backend',
                      'openstack', '--os-cloud', 'x', '--store',
                      'file://%s' % (tmp_path / 'store'), '--data-dir',
                      str(tmp_path / 'data')])
@@ -39,7 +60,7 @@ def test_no_credentials_at_all(tmp_path, monkeypatch, capsys):
                  if n.startswith('OS_')]:
         monkeypatch.delenv(name)
 
-    code = cli.main(['run', 'examples/jobs/j60.yaml', '--backend',
+    code = cli.main(['run', job_file(tmp_path), '--backend',
                      'openstack', '--data-dir', str(tmp_path)])
 
     assert code == cli.EXIT_CLOUD

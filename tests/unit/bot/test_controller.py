@@ -11,9 +11,12 @@ import pytest
 
 from opie.bot import cli
 from opie.bot import controller
+from opie.bot import watch
 from opie.bot.openstack import credentials
 from tests.unit.bot import fake_nova
+from tests.unit.bot import tenant as tenant_mod
 from tests.unit.bot import test_lifecycle
+from tests.unit.bot import test_task_io as io
 
 
 class Keystone:
@@ -46,10 +49,11 @@ class Keystone:
         return sorted(set(self.made) - set(self.deleted))
 
 
-class Tenant(test_lifecycle.Tenant):
+class Tenant(tenant_mod.Tenant):
 
-    def __init__(self, tmp_path, monkeypatch, capsys):
-        super().__init__(tmp_path, monkeypatch, capsys)
+    def __init__(self, tmp_path, monkeypatch, capsys, template=None):
+        super().__init__(tmp_path, monkeypatch, capsys,
+                         template or test_lifecycle.JOB)
         # Nothing waits: a tenant's pause lets the controller's process
         # run (the functional tests run it for real, as a guest).
         monkeypatch.setattr(controller, '_pause', lambda s: self.serve())
@@ -287,3 +291,87 @@ def test_controller_needs_the_openstack_backend(tenant):
     code, _, err = tenant.cli('run', tenant.job, '--controller')
 
     assert code == cli.EXIT_INPUT and '--controller' in err
+
+
+# -- task files: the job's directory is on the tenant's machine -----------
+
+@pytest.fixture
+def io_tenant(tmp_path, monkeypatch, capsys):
+    return io.prepare(Tenant(tmp_path, monkeypatch, capsys, io.JOB))
+
+
+def test_inputs_staged_by_the_tenant_outputs_and_logs_read_here(io_tenant):
+    tenant = io_tenant
+
+    assert tenant.launch()[0] == 0
+
+    # The tenant's client staged the inputs before the controller was
+    # made: the controller has no job directory to read them from.
+    assert len(io.store_keys(tenant, 'inputs/')) == 2
+    code, out, err = tenant.cli('outputs', tenant.job_id())
+    assert code == 0 and 'no task has committed a result yet' in out, err
+    assert tenant.serve() == 'ended'
+    assert tenant.status()['status'] == 'done'
+    assert [r['event'] for r in tenant.records()].count('inputs_staged') == 1
+    # The controller fetched them into its own data directory only.
+    mine = io.outputs_dir(tenant, io.TASK)
+    assert not mine.exists()
+
+    code, out, err = tenant.cli('outputs', tenant.job_id())
+
+    assert code == 0 and err == '', err
+    assert (mine / io.OUT_NAME).read_text(encoding='utf-8') == \
+        'STAGED INPUT\n'
+    assert '3 output file(s) of 2 committed task(s)' in out
+    code, log, err = tenant.cli('logs', tenant.job_id(), io.TASK,
+                                '--tail', '2')
+    assert code == 0, err
+    assert log == 'line %05d\nto stderr\n' % (io.LINES - 1)
+
+
+def test_a_job_taken_back_from_a_dead_controller_has_its_inputs(
+        io_tenant):
+    tenant = io_tenant
+    assert tenant.launch()[0] == 0
+    assert tenant.serve(kill_after=1, event='task_start') == 'killed'
+    sid, _ = tenant.controller()
+    tenant.nova.servers.all[sid].status = 'SHUTOFF'
+
+    code, out, err = tenant.cli('resume', tenant.job_id(), '--quiet')
+
+    assert code == 0, (out, err)
+    assert [r['event'] for r in tenant.records()].count('inputs_staged') == 1
+    for task in (io.TASK, 't2'):
+        assert (io.outputs_dir(tenant, task) / io.OUT_NAME).read_text(
+            encoding='utf-8') == 'STAGED INPUT\n'
+
+
+def test_a_bad_input_is_refused_before_anything_is_made(io_tenant):
+    tenant = io_tenant
+    tenant.keystone()
+    (tenant.dir / io.IN_NAME).unlink()
+
+    code, out, err = tenant.launch()
+
+    assert code == cli.EXIT_INPUT
+    assert out == '' and err.count('\n') == 1, err
+    assert io.IN_NAME in err and 'no such file' in err
+    assert tenant.keys.made == {} and tenant.nova.live() == []
+    assert not (tenant.dir / 'store').exists()
+    assert list(tenant.dir.glob('jobs/*')) == []
+
+
+def test_watch_follows_the_controller(tenant):
+    assert tenant.launch()[0] == 0
+    assert tenant.serve() == 'ended'
+    looks = []
+    tenant.monkeypatch.setattr(watch, 'pause', looks.append)
+
+    # The tenant's journal has only its own records until a command
+    # copies the controller's: watch must, as status does.
+    code, out, err = tenant.cli('watch', tenant.job_id(), '--count', '3')
+
+    assert code == 0, err
+    assert out.splitlines()[0] == 'job %s: done' % tenant.job_id()
+    assert out.count('job %s:' % tenant.job_id()) == 1 and looks == []
+    assert 'controller: server' in out and 'deleted after the job' in out

@@ -82,6 +82,17 @@ BROKEN = [
     ('empty', '', ':1: (top level): the file is empty'),
     ('not a mapping', '- 1\n- 2\n',
      ":1: (top level): [1, 2] is not of type 'object'"),
+    ('output above the task', GOOD.replace(
+        '    command: ./a\n', '    command: ./a\n    outputs: ["../*"]\n'),
+     ":18: tasks[0].outputs[0]: '../*' leaves the task's directory"),
+    ('absolute output', GOOD.replace(
+        '  name: tiny', '  name: tiny\n  outputs: ["out/*", /etc/*]'),
+     ":3: job.outputs[1]: '/etc/*' leaves the task's directory"),
+    ('empty output', GOOD.replace(
+        '    runtime_s: 120', '    runtime_s: 120\n    outputs: [""]'),
+     ":31: generate[0].outputs[0]: '' should be non-empty"),
+    ('task id of dots', GOOD.replace('id: b', "id: '..'"),
+     ":20: tasks[1].id: task id '..': 1 to 200 characters"),
     ('alpha too long', GOOD.replace(
         'flavors:', 'policy: {alpha_s: 5000}\nflavors:'),
      ':4: policy.alpha_s: must be shorter than job.deadline_s'),
@@ -102,6 +113,17 @@ def test_good_file_loads_every_kind_of_task():
     assert job.tasks[4].command == './run --size 2'
     assert job.flavors['big'].ram_mb == 8192
     assert job.flavors['big'].limits == {'preemptible': 5, 'normal': 5}
+
+
+def test_outputs_of_the_job_unless_the_task_has_its_own():
+    text = GOOD.replace('  name: tiny', '  name: tiny\n  outputs: ["*.csv"]')
+    text = text.replace('    command: ./a\n',
+                        '    command: ./a\n    outputs: [out/**, b.txt]\n')
+
+    job = jobfile.parse(text, 'tiny.yaml')
+
+    assert job.tasks[0].outputs == ('out/**', 'b.txt')
+    assert {t.outputs for t in job.tasks[1:]} == {('*.csv',)}
 
 
 def test_json_is_accepted_with_lines():

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from opie.bot import cli
-from tests.unit.bot import fake_nova
+from tests.unit.bot import tenant as tenant_mod
 
 JOB = """\
 job:
@@ -27,69 +27,9 @@ tasks:
 """
 
 
-class Tenant:
-    """One tenant's data directory, job file and cloud."""
-
-    def __init__(self, tmp_path, monkeypatch, capsys):
-        self.dir = tmp_path
-        self.capsys = capsys
-        self.monkeypatch = monkeypatch
-        self.nova = fake_nova.install(monkeypatch, ['small'])
-        self.job = self.write_job()
-
-    def write_job(self, deadline=3600, policy=''):
-        path = self.dir / 'tiny.yaml'
-        path.write_text(JOB % {'deadline': deadline, 'policy': policy})
-        return str(path)
-
-    def cli(self, *argv, kill_after=None):
-        """(exit status, stdout, stderr) of one command; 'killed' as the
-        status if it was killed."""
-        opened = fake_nova.killer(self.monkeypatch, kill_after)
-        try:
-            code = cli.main(list(argv) + ['--data-dir', str(self.dir)])
-        except fake_nova.Killed:
-            code = 'killed'
-        finally:
-            # The process ends: the OS closes its files, drops its lock.
-            for journal in opened:
-                journal.close()
-        out, err = self.capsys.readouterr()
-        return code, out, err
-
-    def run(self, *extra, kill_after=None, speed=fake_nova.SPEED):
-        return self.cli('run', self.job, '--backend', 'openstack',
-                        '--image', fake_nova.IMAGE, '--network', 'none',
-                        '--store', 'file://%s' % (self.dir / 'store'),
-                        '--speed', str(speed), '--poll', '0.002',
-                        '--quiet', *extra, kill_after=kill_after)
-
-    def job_id(self):
-        (path,) = (self.dir / 'jobs').glob('*.sqlite')
-        return path.name[:-len('.sqlite')]
-
-    def records(self):
-        db = sqlite3.connect(str(self.dir / 'jobs' /
-                                 (self.job_id() + '.sqlite')))
-        try:
-            return [json.loads(b) for (b,) in db.execute(
-                'SELECT body FROM records ORDER BY seq')]
-        finally:
-            db.close()
-
-    def report(self):
-        return json.loads((self.dir / 'reports' /
-                           (self.job_id() + '.json')).read_text())
-
-    def results(self):
-        return sorted(p.name for p in
-                      (self.dir / 'store' / self.job_id()).glob(
-                          'results/*.json'))
-
-
 @pytest.fixture
 def tenant(tmp_path, monkeypatch, capsys):
-    return Tenant(tmp_path, monkeypatch, capsys)
+    return tenant_mod.Tenant(tmp_path, monkeypatch, capsys, JOB)
 
 
 def test_a_job_runs_to_its_end(tenant):
