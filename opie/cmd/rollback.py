@@ -31,6 +31,11 @@ So, in this order::
    nova.conf, as ``opie-manage nova-conf scheduler --remove`` does, once
    no preemptible server is left (safe mode needs OPIE's filter).
 
+The heartbeats are checked again right before step 3: the drain may take
+minutes. Each server is read again in Placement just before it is deleted
+or shelved, and spared if it no longer holds preemptible classes (its
+owner resized it to a normal flavor).
+
 Each thing done is one line, each thing left one line ``left: WHAT: WHY``.
 Running it again is harmless. Exit codes: 0 nothing of OPIE is left, 1
 something is (listed), 2 refused or bad input (one line).
@@ -42,6 +47,7 @@ import time
 
 from oslo_config import cfg
 
+from opie import oneline
 from opie.cmd import arguments
 from opie.cmd import errors
 from opie.cmd import nova_conf
@@ -169,6 +175,12 @@ def command(args):
         if args.preemptibles in (DELETE, SHELVE):
             nodes = drain(conn, nodes, args.preemptibles, args.timeout,
                           report)
+        if not args.force:
+            # Again, right before the tokens go: the drain may have taken
+            # --timeout seconds, time enough for an opie-scheduler to be
+            # started again (configuration management, another operator).
+            check_schedulers(paths,
+                             datetime.datetime.now(datetime.timezone.utc))
         remove(conn, nodes, report)
     if args.config_file is not None:
         remove_config(args, nodes, report)
@@ -208,10 +220,14 @@ def check_schedulers(paths, now):
                 % path)
         interval = beat.get('interval') if isinstance(beat, dict) else None
         age = heartbeat.age(beat, now)
-        if age is None or not _positive(interval):
+        dead_after = (heartbeat.ALIVE_INTERVALS * interval
+                      if _positive(interval) else None)
+        # Two intervals of 1e308 seconds are no time a beat can be
+        # judged by.
+        if age is None or dead_after is None or not math.isfinite(
+                dead_after):
             raise errors.UsageError('heartbeat %s has no valid "time" or '
                                     '"interval" (--force to go on)' % path)
-        dead_after = heartbeat.ALIVE_INTERVALS * interval
         if age < dead_after:
             raise errors.UsageError(
                 'opie-scheduler still runs on %s: its heartbeat %s is %d s '
@@ -278,8 +294,13 @@ def _drain_one(conn, node, uuid, verb, report):
     server = conn.server(uuid)
     if server is None:
         return False  # not a server (a migration): left, with its inventory
+    if not _holds_preemptible(conn, uuid):
+        # Its owner resized it to a normal flavor (or deleted it, or it
+        # moved) since the node was read: not the rollback's any more.
+        return False
+    # The name is its owner's: escaped, so it cannot forge a line.
     what = 'preemptible server %s (%s) on %s' % (
-        server.name, uuid, node.name)
+        oneline.escape(server.name), uuid, node.name)
     if verb == SHELVE and server.status == SHELVED:
         return True   # shelved by an earlier run: offloaded below
     report.act(verb, what)
@@ -287,9 +308,18 @@ def _drain_one(conn, node, uuid, verb, report):
         return True
     refusal = conn.server_action(verb, uuid)
     if refusal is not None:
-        report.leave(what, 'Nova refused to %s it: %s' % (verb, refusal))
+        report.leave(what, 'Nova refused to %s it: %s' % (
+            verb, oneline.escape(refusal)))
         return False
     return True
+
+
+def _holds_preemptible(conn, uuid):
+    """Whether consumer ``uuid`` holds preemptible classes anywhere, read
+    now: the listing it was found in may be minutes old."""
+    held = conn.placement_get('/allocations/%s' % uuid) or {}
+    return any(set(allocation.get('resources', {})) & set(rc.CUSTOM)
+               for allocation in (held.get('allocations') or {}).values())
 
 
 def _wait_gone(conn, uuids, offload, timeout):

@@ -23,6 +23,7 @@ the host tokens away.
 import datetime
 import json
 import os
+import stat
 import tempfile
 
 from oslo_utils import timeutils
@@ -31,6 +32,8 @@ from opie import version
 
 # A scheduler whose heartbeat is younger than this many intervals runs.
 ALIVE_INTERVALS = 2
+# A heartbeat is a few hundred bytes; a file larger than this is none.
+MAX_BYTES = 64 * 1024
 
 
 def beat(path, host, interval, settings, safe_mode=None):
@@ -65,11 +68,24 @@ def beat(path, host, interval, settings, safe_mode=None):
 
 
 def read(path):
-    """The last heartbeat written to ``path`` (a dict), or None."""
+    """The last heartbeat written to ``path`` (decoded JSON), or None.
+
+    Only a regular file (a symlink to one will do) of at most
+    :data:`MAX_BYTES` is read: a FIFO would wait for a writer, a device
+    (``/dev/zero``) or a log never end.
+    """
     try:
-        with open(path, encoding='utf-8') as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, 'rb') as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_BYTES:
+        return None
+    try:
+        return json.loads(data.decode('utf-8'))
+    except (ValueError, RecursionError):
         return None
 
 

@@ -488,3 +488,141 @@ def test_config_kept_while_preemptible_servers_are_there(
             "there, and safe mode needs OPIE's filter until none is" % conf
             ) in out
     assert conf.read_text() == text
+
+
+# under attack (issue 24 review) --------------------------------------------
+def test_a_heartbeat_interval_past_float_range_is_one_line(fake, capsys,
+                                                           tmp_path):
+    # Two intervals of 1e308 are infinite seconds: no %d of them.
+    fake.add_node('host-A')
+    beat = write_beat(tmp_path / 'heartbeat', 5, interval=1e308)
+
+    err = refused(capsys, '--heartbeat-file', beat)
+
+    assert 'heartbeat %s' % beat in err
+    assert fake.providers['host-A-uuid'][2]
+
+
+def test_a_heartbeat_fifo_is_refused_without_reading_it(fake, capsys,
+                                                        tmp_path):
+    # Opening a FIFO for reading waits for a writer, reading it waits for
+    # the writer to close: not a heartbeat file, and never read.
+    import os
+    import threading
+    fake.add_node('host-A')
+    fifo = tmp_path / 'heartbeat'
+    os.mkfifo(fifo)
+    beat = json.dumps({
+        'host': 'sched-1', 'interval': 30,
+        'time': '2000-01-01T00:00:00Z'})
+
+    def writer():
+        with open(fifo, 'w') as f:
+            f.write(beat)
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    try:
+        err = refused(capsys, '--heartbeat-file', str(fifo))
+    finally:
+        # Release the writer if the command never opened the FIFO.
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        thread.join()
+        os.close(fd)
+
+    assert 'no heartbeat in %s' % fifo in err
+    assert fake.providers['host-A-uuid'][2]
+
+
+def test_a_heartbeat_file_of_megabytes_is_no_heartbeat(fake, capsys,
+                                                       tmp_path):
+    # A heartbeat is a few hundred bytes; one of megabytes (a symlink to
+    # a log, /dev/zero) is not read whole into memory.
+    fake.add_node('host-A')
+    path = tmp_path / 'heartbeat'
+    path.write_text(json.dumps({'host': 'sched-1', 'interval': 30,
+                                'time': '2000-01-01T00:00:00Z'})
+                    + ' ' * (4 << 20))
+
+    err = refused(capsys, '--heartbeat-file', str(path))
+
+    assert 'no heartbeat in %s' % path in err
+    assert fake.providers['host-A-uuid'][2]
+
+
+def test_heartbeats_checked_again_before_the_tokens_go(fake, capsys,
+                                                       tmp_path):
+    # The drain may take --timeout (600 s): an opie-scheduler started
+    # meanwhile (configuration management restoring its unit, a second
+    # operator) must not lose its tokens under it.
+    a = fake.add_node('host-A', servers=['s1'])
+    path = tmp_path / 'heartbeat'
+    write_beat(path, 3600)
+    delete = fake.servers.delete
+
+    def delete_while_a_scheduler_starts(uuid):
+        delete(uuid)
+        write_beat(path, 0)
+    fake.servers.delete = delete_while_a_scheduler_starts
+
+    code, out, err = run(capsys, '--heartbeat-file', str(path),
+                         '--preemptibles', 'delete')
+
+    assert code == 2, out
+    assert len(err.splitlines()) == 1, err
+    assert 'opie-scheduler still runs on sched-1' in err
+    assert token.consumer(a) in fake.providers[a][2]
+    assert not [url for url in fake.deleted
+                if not url.startswith('/allocations/s1')]
+
+
+def test_a_server_no_longer_preemptible_when_acted_on_is_spared(
+        fake, capsys, stale_beat):
+    # Its owner resized it to a normal flavor after the rollback listed
+    # the node (told to save what they need, rollback step 3): it holds
+    # standard classes now, and is not the rollback's to delete.
+    a = fake.add_node('host-A', servers=['s1', 's2'])
+    get = fake.servers.get
+
+    def get_after_a_resize(uuid):
+        if uuid == 's1':
+            fake.providers[a][2]['s1'] = {'VCPU': 1}
+        return get(uuid)
+    fake.servers.get = get_after_a_resize
+
+    code, out, _ = run(capsys, '--heartbeat-file', stale_beat,
+                       '--preemptibles', 'delete')
+
+    assert fake.servers.calls == [('delete', 's2')]
+    assert 's1' not in out
+    assert code == 0, out
+
+
+def test_tenant_server_names_cannot_forge_lines(fake, capsys, stale_beat):
+    # A server's name is its owner's to choose.
+    fake.add_node('host-A', servers=['s1'])
+    get = fake.servers.get
+    name = 'x\nnothing of OPIE is left in Placement\x1b[2J\u2028y'
+
+    def named(uuid):
+        return types.SimpleNamespace(name=name, status=get(uuid).status)
+    fake.servers.get = named
+
+    code, out, _ = run(capsys, '--heartbeat-file', stale_beat,
+                       '--preemptibles', 'delete')
+
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0] == ('deleted preemptible server x\\nnothing of OPIE is '
+                        'left in Placement\\x1b[2J\\u2028y (s1) on host-A')
+    assert '\x1b' not in out
+
+
+def test_a_heartbeat_nested_past_python_recursion_is_no_heartbeat(
+        fake, capsys, tmp_path):
+    fake.add_node('host-A')
+    path = tmp_path / 'heartbeat'
+    path.write_text('[' * 50000)
+
+    err = refused(capsys, '--heartbeat-file', str(path))
+
+    assert 'no heartbeat in %s' % path in err
