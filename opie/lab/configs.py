@@ -263,7 +263,12 @@ def gunicorn(lab, service, workers=1, threads=8):
         # No keep-alive: a client reusing a connection the server is
         # closing as idle gets "Remote end closed connection" (seen on
         # keystone under 20 concurrent boots).
-        'keepalive = 0\n%s' % (
+        'keepalive = 0\n'
+        # No limit on the request line, as DevStack's uwsgi (buffer-size
+        # 65535): Nova asks Neutron for the ports of every server it
+        # lists in one query string, past gunicorn's 4094 bytes at about
+        # 80 servers.
+        'limit_request_line = 0\n%s' % (
             WSGI_APPS[service],
             '%s:%d' % (settings.HOST, settings.PORTS[service]),
             workers, threads, NEUTRON_HOOK if service == 'neutron' else ''))
