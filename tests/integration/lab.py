@@ -276,21 +276,27 @@ def restart_schedulers(*extra, faults=False):
     wait_for('the schedulers to serve', beating)
 
 
-def restart_compute(index):
-    """Stop compute ``index`` and start it again; wait for its first report
-    since (a compute down for less than Nova's service_down_time is never
-    shown down, so "up" proves nothing)."""
-    name = 'compute-%d' % index
-    process.stop(LAB, {name: process.recorded(LAB)[name]})
-    start_compute(index)
+def restart_computes(*indexes):
+    """Stop the computes ``indexes`` (all by default) together and start
+    them again; wait for each one's first report since (a compute down
+    for less than Nova's service_down_time is never shown down, so "up"
+    proves nothing)."""
+    indexes = indexes or range(1, LAB.computes + 1)
+    running = process.recorded(LAB)
+    process.stop(LAB, {'compute-%d' % i: running['compute-%d' % i]
+                       for i in indexes})
+    start_computes(*indexes)
 
 
-def start_compute(index):
-    """Start compute ``index`` and wait for its first report."""
-    host = LAB.compute_host(index)
+def start_computes(*indexes):
+    """Start the computes ``indexes`` and wait for their first reports."""
+    hosts = {LAB.compute_host(i) for i in indexes}
     started = datetime.datetime.utcnow()
-    cli.start_compute(LAB, index)
-    wait_for('%s to report' % host, lambda: any(
-        s.host == host and datetime.datetime.fromisoformat(s.updated_at)
-        > started for s in connect().compute.services(
-            binary='nova-compute')))
+    for index in indexes:
+        cli.start_compute(LAB, index)
+
+    def reported():
+        return hosts <= {
+            s.host for s in connect().compute.services(binary='nova-compute')
+            if datetime.datetime.fromisoformat(s.updated_at) > started}
+    wait_for('%s to report' % ', '.join(sorted(hosts)), reported)

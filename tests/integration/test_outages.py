@@ -242,5 +242,5 @@ def test_compute_holding_victims_stopped_and_started_again():
         _stop('compute-%d' % index)
         during()
         time.sleep(COMPUTE_DOWN_S)
-        lab.start_compute(index)
+        lab.start_computes(index)
     _assert_guarantees(_storm(fault), lab.LAB.compute_host(index))
