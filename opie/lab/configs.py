@@ -153,6 +153,11 @@ def _nova_common(lab):
         'oslo_messaging_notifications': {'driver': 'messagingv2'},
         'notifications': {'notification_format': 'versioned'},
         'lab': {'faults_dir': faults.directory(lab)},
+        # Quorum queues, as OpenStack advises for production: durable, so a
+        # request cast while RabbitMQ restarts waits in its queue instead
+        # of being routed nowhere before its consumer declares it again.
+        'oslo_messaging_rabbit': {'rabbit_quorum_queue': 'true',
+                                  'rabbit_transient_quorum_queue': 'true'},
     })
     return sections
 

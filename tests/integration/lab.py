@@ -88,18 +88,19 @@ def wait_for(what, check, timeout=TIMEOUT, interval=0.5):
         time.sleep(interval)
 
 
-def wait_or_show(what, check, show=None):
+def wait_or_show(what, check, show=None, timeout=TIMEOUT):
     """:func:`wait_for`, whose failure shows what ``show`` (or ``check``)
     finds wrong then."""
     try:
-        return wait_for(what, check)
+        return wait_for(what, check, timeout)
     except AssertionError as exc:
         raise AssertionError('%s: %r' % (exc, (show or check)())) from None
 
 
-def settled(ids):
-    """The servers ``ids`` once none is building: {id: server}, as the
-    admin sees them (deleted ones are left out)."""
+def settled(ids, timeout=TIMEOUT):
+    """The servers ``ids`` once none is building (within ``timeout``
+    seconds): {id: server}, as the admin sees them (deleted ones are left
+    out)."""
     client = nova('lab-admin')
 
     def servers():
@@ -118,7 +119,7 @@ def settled(ids):
             return None
         # In a list: no servers left is an answer too.
         return [found]
-    found, = wait_or_show('servers to build', check, building)
+    found, = wait_or_show('servers to build', check, building, timeout)
     return found
 
 

@@ -44,6 +44,7 @@ pytestmark = pytest.mark.usefixtures('faulty_schedulers')
 RABBITMQ_DOWN_S = 60
 MARIADB_DOWN_S = 15
 COMPUTE_DOWN_S = 30
+PROBE_WAIT_S = 60
 # OPIE's per-host token: one unit of this class, never a server's.
 TOKEN_CLASS = 'CUSTOM_OPIE_HOST'
 
@@ -68,7 +69,9 @@ def _all_servers():
 
 
 def _probe_until_placed():
-    """Boot a small normal server as beta until one is placed; its id."""
+    """Boot a small normal server as beta until one is placed; its id. A
+    probe not built within PROBE_WAIT_S (its request lost in the outage)
+    is deleted and another booted."""
     beta = lab.nova('lab-beta')
     while True:
         try:
@@ -77,9 +80,11 @@ def _probe_until_placed():
             # Not serving yet: ask again.
             time.sleep(1)
             continue
-        server = lab.settled({probe})[probe]
-        if server.status == 'ACTIVE':
-            return probe
+        try:
+            if lab.settled({probe}, PROBE_WAIT_S)[probe].status == 'ACTIVE':
+                return probe
+        except AssertionError:
+            pass
         beta.servers.delete(probe)
 
 
