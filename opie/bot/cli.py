@@ -434,7 +434,7 @@ def _status_lines(st):
         st['cost'], st['baseline_cost']))
     if 'controller' in st:
         from opie.bot import controller
-        print(controller.describe(st['controller']))
+        print(controller.describe(st['job_id'], st['controller']))
 
 
 def _state(st):
@@ -448,7 +448,9 @@ def cmd_list(args):
     _check_dirs(args)
 
     def list_(live, args):
-        found = live.jobs(datadir.jobs(args.data_dir))
+        from opie.bot import controller
+        found = controller.jobs(datadir.jobs(args.data_dir),
+                                datadir.reports(args.data_dir))
         if args.format == 'json':
             _print_json(found)
             return 0

@@ -41,13 +41,36 @@ tenant's side did (the credential, the controller server) and the
 controller's records, copied from the store by ``status``, ``cancel`` and
 ``resume``: a copy a local ``resume`` continues from, with the
 job's id, start and settings, if the controller dies.  A controller is
-*alive* while Nova shows its server active or building; a job that is
-not over with its controller gone (deleted, stopped, in error) is
-paused: ``resume`` takes it back (deletes what is left of the controller
-and its credential, then resumes here) and ``cancel`` cleans up.
-``cancel`` on a live controller asks it to stop and waits for its server
-to go; a controller that does not answer in time is deleted (fenced)
-before the tenant's side deletes the job's servers itself.
+*gone* only once Nova answers 404 for its server or shows it DELETED:
+in any other state (ERROR, UNKNOWN when its host is unreachable,
+SHUTOFF, RESIZE...) its process may still run and drive the job, so a
+job is paused only when its controller is gone, and ``status`` shows the
+state of one that is not.  One job has one driver, so the tenant's side
+*fences* the controller before it drives (``resume``) or takes the job
+back (``cancel``): it asks Nova to delete the server unless Nova shows
+it gone, journals the request (``controller_deleting``), looks again up
+to :data:`WAIT_POLLS` times and journals the confirmation
+(``controller_delete``); a server still there after that is refused
+with one line ("still exists (STATE); try again"), and nothing is
+driven beside it.  ``resume`` is refused outright while the controller
+is at work (:data:`ALIVE`); ``cancel`` asks such a controller to cancel
+and waits for it first.
+
+A controller never gives up while its job can be driven: failed polls
+are retried with a bounded backoff (:func:`live.loop`, ``patient``) and
+published in its heartbeat (``retrying``) until the cloud answers or
+the job's horizon ends it as any client's.  Anything else that stops it
+(an error while it starts, an unexpected exception) stops the job as a
+local client's error does: it journals ``stopped`` with the reason,
+deletes the job's servers (or journals why it could not), publishes,
+and deletes its own server; the tenant's ``status`` says so and that
+``resume`` runs the job here.
+
+Liveness never compares the two machines' clocks: the heartbeat is a
+value the tenant's side only compares with the last one it read (a
+newer one is a change; an older one, which Swift may answer after an
+overwrite, is not), and ``heard_s`` is the tenant's own time since the
+first of its reads that showed the current value.
 
 The controller acts with a Keystone application credential made for it
 (:mod:`opie.bot.openstack.credentials`); a restricted credential may not
@@ -71,6 +94,7 @@ import time
 from novaclient import exceptions as nova_exc
 import yaml
 
+from opie import oneline
 from opie.bot import agent
 from opie.bot import datadir
 from opie.bot import html
@@ -82,6 +106,7 @@ from opie.bot import planner
 from opie.bot import staging
 from opie.bot.openstack import clock as clock_mod
 from opie.bot.openstack import credentials
+from opie.bot.openstack import errors
 from opie.bot.openstack import live
 from opie.bot.openstack import nova
 from opie.bot.openstack import stores
@@ -95,8 +120,12 @@ CANCEL_KEY = 'controller/cancel.json'
 REPORT_KEY = 'controller/report'        # .json and .html
 # The controller's cloud in the clouds.yaml its user data writes.
 CLOUD = 'opie-controller'
-# Nova states of a controller that may still act.
+# Nova states of a controller at work: ``resume`` is refused outright,
+# ``cancel`` asks it to cancel.  In any other state but GONE it may still
+# run (ERROR, UNKNOWN on an unreachable host, RESIZE, SHUTOFF...): it is
+# fenced (see the module docstring), never judged dead.
 ALIVE = ('ACTIVE', 'BUILD', 'REBOOT', 'HARD_REBOOT', 'MIGRATING')
+# A server Nova answers 404 for, or shows deleted: it can act no more.
 GONE = 'DELETED'
 # Records published before the controller acts on them.
 AT_ONCE = ('server_creating',)
@@ -104,10 +133,14 @@ AT_ONCE = ('server_creating',)
 # store, so that the tenant's side, which deletes a finished job's
 # controller, never deletes it while it writes the report.
 LAST = ('done', 'stopped')
-# How long a cancel waits for the controller, in polls (at least a
-# minute): it reads the request at its next poll, then deletes servers.
-CANCEL_POLLS = 60
-MIN_WAIT_S = 60.0
+# How long the tenant's side waits for the controller, in looks at
+# Nova (a cancel: for it to cancel and go; a fence: for Nova to end it),
+# and the least time between looks: a poll interval, at least a second,
+# so at least a minute in all.
+WAIT_POLLS = 60
+MIN_WAIT_EVERY_S = 1.0
+# The longest error from the controller's heartbeat ``status`` shows.
+ERROR_CHARS = 200
 REQUIREMENT = 'openstack-opie'
 
 
@@ -334,8 +367,11 @@ def _view(jobs_dir, job_id, conn=None, reports_dir=None):
     """Bring the tenant's journal up to date with the controller's and
     clean up after a job that is over; what the tenant's side knows of
     the controller (a dict: ``state`` of the job, ``server``, its Nova
-    ``server_state``, ``heard_s`` since its last heartbeat, and
-    ``credential_deleted``), or None for a job without one."""
+    ``server_state``, ``heard_s`` since the tenant first read its
+    current heartbeat, ``credential_deleted``, ``taken_back``, and when
+    there is one: ``retrying``, the failed polls it is retrying,
+    ``stopped``, why it stopped the job, ``kept``, why servers it could
+    not delete keep running), or None for a job without one."""
     journal, meta, _ = live._load(jobs_dir, job_id)
     try:
         ctl = meta.get('controller')
@@ -347,25 +383,34 @@ def _view(jobs_dir, job_id, conn=None, reports_dir=None):
             journal.close()
             journal, meta, _ = _locked(jobs_dir, job_id)
             ctl = _sync(journal, meta, settings, conn, reports_dir)
+        records = journal.records()
         # Holding the lock, this command is no client driving the job;
         # once taken back, a local client may be.
         state = lifecycle.state(meta.get('status'), [
-            r['event'] for r in journal.records()],
+            r['event'] for r in records],
             driven=bool(ctl.get('taken_back')) and journal.driven())
-        server_state = _server_state(conn, ctl)
         if state in (lifecycle.DONE, lifecycle.CANCELLED,
                      lifecycle.STOPPED) and not ctl.get('taken_back'):
-            ctl = _clean_up(journal, meta, conn, ctl, server_state)
+            ctl, server_state = _clean_up(journal, meta, conn, ctl,
+                                          'job over')
+        else:
             server_state = _server_state(conn, ctl)
-        elif state == lifecycle.PAUSED and server_state in ALIVE:
-            state = lifecycle.RUNNING
-        heard = ctl.get('heard')
-        return {'state': state, 'server': ctl.get('server'),
+            if state == lifecycle.PAUSED and server_state != GONE:
+                state = lifecycle.RUNNING
+        view = {'state': state, 'server': ctl.get('server'),
                 'server_state': server_state,
                 'taken_back': bool(ctl.get('taken_back')),
-                'heard_s': None if heard is None
-                else max(0.0, time.time() - heard),
+                'heard_s': None if ctl.get('heard_at') is None
+                else max(0.0, _now() - ctl['heard_at']),
                 'credential_deleted': ctl.get('credential') is None}
+        if ctl.get('retrying') and state == lifecycle.RUNNING and \
+                not ctl.get('taken_back'):
+            view['retrying'] = ctl['retrying']
+        for key, event in (('stopped', 'stopped'), ('kept', 'servers_kept')):
+            last = [r for r in records if r['event'] == event][-1:]
+            if last and state == lifecycle.STOPPED:
+                view[key] = str(last[0].get('reason'))
+        return view
     finally:
         journal.close()
 
@@ -380,7 +425,8 @@ def _locked(jobs_dir, job_id):
 
 
 def _sync(journal, meta, settings, conn, reports_dir):
-    """Copy the controller's new records and its report, if any."""
+    """Copy the controller's new records and its report, if any, and
+    note its heartbeat (the module docstring: by this machine's clock)."""
     ctl = _found(journal, meta, conn, meta['controller'])
     try:
         store, _ = stores.open_store(settings.store, meta['job_id'], conn,
@@ -390,13 +436,15 @@ def _sync(journal, meta, settings, conn, reports_dir):
     published = _published(store)
     if published is None:
         return ctl
-    records, heartbeat = published
+    records, heartbeat, retrying = published
     seen = ctl.get('seen', 0)
     # An older copy of the object (Swift may answer one after an
     # overwrite) has fewer records: nothing new, and none copied twice.
     for record in records[seen:]:
         journal.append(record)
-    ctl = dict(ctl, seen=max(seen, len(records)), heard=heartbeat)
+    ctl = dict(ctl, seen=max(seen, len(records)))
+    if ctl.get('heartbeat') is None or heartbeat > ctl['heartbeat']:
+        ctl.update(heartbeat=heartbeat, heard_at=_now(), retrying=retrying)
     journal.set_meta(controller=ctl)
     if reports_dir is not None:
         _copy_report(store, reports_dir, meta['job_id'])
@@ -404,10 +452,10 @@ def _sync(journal, meta, settings, conn, reports_dir):
 
 
 def _published(store):
-    """(records, heartbeat) of the controller's published journal, or
-    None if there is none or it is not one: whatever the store holds,
-    ``status`` answers and ``cancel`` and ``resume`` go on from what the
-    tenant's journal already has."""
+    """(records, heartbeat, retrying or None) of the controller's
+    published journal, or None if there is none or it is not one:
+    whatever the store holds, ``status`` answers and ``cancel`` and
+    ``resume`` go on from what the tenant's journal already has."""
     try:
         published = live._guard(agent.read_json, store, JOURNAL_KEY)
     except ValueError:      # not JSON, not UTF-8
@@ -420,7 +468,19 @@ def _published(store):
             isinstance(r, dict) and _number(r.get('t'))
             and isinstance(r.get('event'), str) for r in records):
         return None
-    return records, heartbeat
+    return records, heartbeat, _retrying(published.get('retrying'))
+
+
+def _retrying(value):
+    """The controller's ``retrying`` (:func:`live.loop`'s failing polls)
+    if it is one, as one line of at most :data:`ERROR_CHARS`."""
+    if not isinstance(value, dict) or not _number(value.get('for_s')) or \
+            not isinstance(value.get('error'), str) or \
+            not isinstance(value.get('failures'), int) or \
+            isinstance(value.get('failures'), bool):
+        return None
+    return {'failures': value['failures'], 'for_s': value['for_s'],
+            'error': oneline.escape(value['error'])[:ERROR_CHARS]}
 
 
 def _number(value):
@@ -465,14 +525,17 @@ def _server_state(conn, ctl):
         return nova.client(conn).servers.get(ctl['server']).status
     except nova_exc.NotFound:
         return GONE
+    except live.CLOUD_ERRORS as exc:
+        raise live.CloudError(errors.describe(exc)) from None
 
 
-def _clean_up(journal, meta, conn, ctl, server_state):
-    """After the job: the controller server (normally gone by itself)
-    and the credential go."""
-    clock = _clock(meta['t0'], live.Settings(**meta['settings']))
-    if server_state != GONE:
-        _delete_server(journal, clock, conn, ctl['server'], 'job over')
+def _clean_up(journal, meta, conn, ctl, reason, looks=0):
+    """The controller's server goes (:func:`_end`, ``looks``) and its
+    credential; (ctl, the server's last state)."""
+    settings = live.Settings(**meta['settings'])
+    clock = _clock(meta['t0'], settings)
+    server_state = _end(journal, clock, conn, ctl, reason, looks,
+                        settings.poll_s)
     # Keystone may refuse or fail: the credential stays journalled as
     # live, for the next command to delete.
     if ctl.get('credential') and live._guard(credentials.delete, conn,
@@ -481,25 +544,36 @@ def _clean_up(journal, meta, conn, ctl, server_state):
                         'credential': ctl['credential']})
         ctl = dict(ctl, credential=None)
         journal.set_meta(controller=ctl)
-    return ctl
+    return ctl, server_state
 
 
-def _delete_server(journal, clock, conn, server_id, reason):
+def _end(journal, clock, conn, ctl, reason, looks, every_s):
+    """Ask Nova to delete the controller's server unless it shows it
+    gone, then look up to ``looks`` more times for it to go; the
+    request (``controller_deleting``) and Nova's confirmation
+    (``controller_delete``) are journalled.  The server's last state:
+    :data:`GONE` once confirmed."""
+    state = _server_state(conn, ctl)
+    if state == GONE:
+        return state
     journal.append({'t': clock.now(), 'event': 'controller_deleting',
-                    'server': server_id, 'reason': reason})
+                    'server': ctl['server'], 'reason': reason})
     try:
-        live._guard(nova.client(conn).servers.delete, server_id)
+        live._guard(nova.client(conn).servers.delete, ctl['server'])
     except live.CloudError:
-        pass    # already gone: a NotFound is the answer wanted
-    journal.append({'t': clock.now(), 'event': 'controller_delete',
-                    'server': server_id})
+        pass    # gone already, or Nova failed: the looks below tell
+    state = _wait(lambda: _server_state(conn, ctl), looks, every_s)
+    if state == GONE:
+        journal.append({'t': clock.now(), 'event': 'controller_delete',
+                        'server': ctl['server']})
+    return state
 
 
-def status(jobs_dir, job_id, reports_dir=None):
+def status(jobs_dir, job_id, reports_dir=None, baseline=True):
     """:func:`live.status`, with the controller's view for a job that
     has one (``controller`` in the dict)."""
     view = _view(jobs_dir, job_id, reports_dir=reports_dir)
-    st = live.status(jobs_dir, job_id)
+    st = live.status(jobs_dir, job_id, baseline)
     if view is not None:
         if view['state'] == lifecycle.RUNNING:
             st['status'] = lifecycle.RUNNING
@@ -507,28 +581,56 @@ def status(jobs_dir, job_id, reports_dir=None):
     return st
 
 
-def describe(view):
+def jobs(jobs_dir, reports_dir=None):
+    """:func:`live.jobs`, each job that has a controller in the state
+    :func:`status` shows (a job its controller drives is running, not
+    paused)."""
+    return live.jobs(jobs_dir, lambda jobs_dir, job_id, baseline: status(
+        jobs_dir, job_id, reports_dir, baseline))
+
+
+def describe(job_id, view):
     """One line about the controller, for ``status``."""
     if view['taken_back']:
         return 'controller: none any more (the job was taken back here)'
-    server = view['server']
-    if view['server_state'] in ALIVE:
-        return 'controller: server %s %s, last heard %s' % (
-            server, view['server_state'], 'never' if view['heard_s'] is None
-            else '%.0f s ago' % view['heard_s'])
+    server, state = view['server'], view['server_state']
     if view['state'] in lifecycle.FINAL + (lifecycle.STOPPED,):
-        return 'controller: server %s deleted after the job; credential %s' \
-            % (server, 'deleted' if view['credential_deleted']
-               else 'not yet deleted')
-    return ('controller: server %s is %s and nobody drives the job: '
-            'opie-bot resume runs it here, opie-bot cancel deletes its '
-            'servers' % (server, view['server_state'].lower()))
+        line = 'controller: server %s %s after the job; credential %s' % (
+            server, 'deleted' if state == GONE
+            else 'deleting (%s)' % state,
+            'deleted' if view['credential_deleted'] else 'not yet deleted')
+        if view.get('stopped') not in (None, live.HORIZON_REASON):
+            line = ('controller: it stopped the job (%s): opie-bot resume '
+                    '%s runs it here; server %s' % (
+                        oneline.escape(view['stopped']), job_id,
+                        line.split('server ', 1)[1]))
+        if view.get('kept'):
+            line += ('; the job\'s servers it could not delete keep '
+                     'running (%s): opie-bot resume or cancel %s deletes '
+                     'them' % (oneline.escape(view['kept']), job_id))
+        return line
+    if state == GONE:
+        return ('controller: server %s is gone and nobody drives the job: '
+                'opie-bot resume runs it here, opie-bot cancel deletes its '
+                'servers' % server)
+    heard = 'last heard %s' % ('never' if view['heard_s'] is None
+                               else '%.0f s ago' % view['heard_s'])
+    retrying = view.get('retrying')
+    if retrying:
+        heard += '; retrying for %.0f s (%d failed polls): %s' % (
+            retrying['for_s'], retrying['failures'], retrying['error'])
+    if state in ALIVE:
+        return 'controller: server %s %s, %s' % (server, state, heard)
+    return ('controller: server %s %s: it may still drive the job (Nova '
+            'has not deleted it), %s; opie-bot resume deletes it and runs '
+            'the job here once Nova shows it gone, opie-bot cancel deletes '
+            'it and the job\'s servers' % (server, state, heard))
 
 
 def take_back(jobs_dir, job_id, cloud=None):
-    """Before a local ``resume``: refuse while the controller lives;
-    otherwise delete what is left of it and its credential, so that the
-    job has one driver again: this machine."""
+    """Before a local ``resume``: refuse while the controller is at
+    work; otherwise fence it (:func:`_fence`), so that the job has one
+    driver again: this machine."""
     view = _view(jobs_dir, job_id, _cloud(jobs_dir, job_id, cloud),
                  _reports(jobs_dir))
     if view is None or view['taken_back']:
@@ -560,24 +662,22 @@ def _cloud(jobs_dir, job_id, cloud):
     return live._connect(settings)
 
 
-def _fence(jobs_dir, job_id, cloud, reason, wait_s=None):
-    """Delete the controller's server (waiting ``wait_s`` for Nova to
-    end it, so it can act no more) and its credential; from now on the
-    tenant's side alone drives the job."""
+def _fence(jobs_dir, job_id, cloud, reason):
+    """Make sure the controller can act no more before the tenant's side
+    drives the job or takes it back (the module docstring): its server
+    gone in Nova, after a delete and a bounded wait if needed, and its
+    credential deleted.  A server still there is refused (``ValueError``,
+    one line): nothing is driven beside it."""
     conn = _cloud(jobs_dir, job_id, cloud)
     journal, meta, _ = _locked(jobs_dir, job_id)
     try:
-        ctl = meta['controller']
         settings = live.Settings(**meta['settings'])
         ctl = _sync(journal, meta, settings, conn, None)
-        clock = _clock(meta['t0'], settings)
-        if _server_state(conn, ctl) != GONE:
-            _delete_server(journal, clock, conn, ctl['server'], reason)
-            if wait_s is not None:
-                _wait(lambda: _server_state(conn, ctl) == GONE, wait_s,
-                      settings.poll_s)
-        meta['controller'] = ctl
-        ctl = _clean_up(journal, meta, conn, ctl, GONE)
+        ctl, state = _clean_up(journal, meta, conn, ctl, reason, WAIT_POLLS)
+        if state != GONE:
+            raise ValueError('job %s: controller server %s still exists '
+                             '(%s); try again' % (job_id, ctl['server'],
+                                                  state))
         journal.set_meta(controller=dict(ctl, taken_back=True))
     finally:
         journal.close()
@@ -585,7 +685,7 @@ def _fence(jobs_dir, job_id, cloud, reason, wait_s=None):
 
 def cancel(jobs_dir, job_id, cloud=None, say=print):
     """Before the tenant's ``cancel`` deletes what the journal shows: a
-    live controller is asked to cancel and given time to do it (its
+    controller at work is asked to cancel and given time to do it (its
     journal knows its last servers); then it is fenced, whatever it did.
     """
     conn = _cloud(jobs_dir, job_id, cloud)
@@ -595,7 +695,6 @@ def cancel(jobs_dir, job_id, cloud=None, say=print):
     journal, meta, _ = live._load(jobs_dir, job_id)
     journal.close()
     settings = live.Settings(**meta['settings'])
-    wait_s = max(MIN_WAIT_S, CANCEL_POLLS * settings.poll_s)
     if view['server_state'] in ALIVE and view['state'] not in \
             lifecycle.FINAL:
         store, _ = stores.open_store(settings.store, job_id, conn,
@@ -603,16 +702,29 @@ def cancel(jobs_dir, job_id, cloud=None, say=print):
         agent.write_json(store, CANCEL_KEY, {'requested_at': time.time()})
         say('job %s: cancel requested; waiting for controller server %s '
             'to stop' % (job_id, view['server']))
-        _wait(lambda: _server_state(conn, meta['controller']) == GONE,
-              wait_s, settings.poll_s)
-    _fence(jobs_dir, job_id, cloud, 'cancel', wait_s)
+        _wait(lambda: _server_state(conn, meta['controller']), WAIT_POLLS,
+              settings.poll_s)
+    _fence(jobs_dir, job_id, cloud, 'cancel')
 
 
-def _wait(done, limit_s, every_s):
-    """Poll ``done`` until it holds or ``limit_s`` wall seconds pass."""
-    end = time.monotonic() + limit_s
-    while not done() and time.monotonic() < end:
-        _pause(every_s)
+def _wait(state, looks, every_s):
+    """Call ``state`` until it answers :data:`GONE`, at most ``looks``
+    more times after the first, a pause of ``every_s`` (at least
+    :data:`MIN_WAIT_EVERY_S`) between two; its last answer.  Looks are
+    counted, not timed: a wait is the same on any clock."""
+    last = state()
+    for _ in range(looks):
+        if last == GONE:
+            break
+        _pause(max(every_s, MIN_WAIT_EVERY_S))
+        last = state()
+    return last
+
+
+def _now():
+    """The tenant's clock (``heard_s``): never compared with the
+    controller's."""
+    return time.time()
 
 
 def _pause(seconds):
@@ -623,14 +735,17 @@ def _pause(seconds):
 
 class Publisher:
     """Publishes the controller's journal to the job's store, as the
-    journal commits it, and reads the tenant's cancel request there.
-    Until :attr:`final`, the records from the job's end (:data:`LAST`)
-    on are held back."""
+    journal commits it, with a heartbeat (its own clock's time: a value
+    that grows, which the tenant's side compares with nothing but the
+    last one it read) and, while polls fail, ``retrying``; and reads the
+    tenant's cancel request there.  Until :attr:`final`, the records
+    from the job's end (:data:`LAST`) on are held back."""
 
     def __init__(self, store):
         self.store = store
         self.records = []
         self.final = False
+        self.retrying = None
 
     def record(self, record):
         self.records.append(record)
@@ -642,14 +757,18 @@ class Publisher:
         if not self.final:
             ends = [i for i, r in enumerate(records) if r['event'] in LAST]
             records = records[:ends[0]] if ends else records
-        agent.write_json(self.store, JOURNAL_KEY,
-                         {'records': records, 'heartbeat': time.time()})
+        published = {'records': records, 'heartbeat': time.time()}
+        if self.retrying and not self.final:
+            published['retrying'] = self.retrying
+        agent.write_json(self.store, JOURNAL_KEY, published)
 
-    def tick(self, snapshot=None):
-        """At every poll: publish, then stop if asked to (whatever the
-        request holds).  A store that fails is asked again at the next
-        poll, as the loop retries its own calls: one error of Swift must
-        not end the only client of the job."""
+    def tick(self, retrying=None):
+        """At every poll: publish (with ``retrying``, the loop's failing
+        polls, if any), then stop if asked to (whatever the request
+        holds).  A store that fails is asked again at the next poll, as
+        the loop retries its own calls: one error of Swift must not end
+        the only client of the job."""
+        self.retrying = retrying
         try:
             self.publish()
             asked = self.store.get(CANCEL_KEY) is not None
@@ -667,7 +786,10 @@ def _console(text):
 
 
 def main(config, workdir=None):
-    """Run the job of ``config`` to its end, then delete this server."""
+    """Run the job of ``config`` to its end, then delete this server.
+    Whatever ends the run (the job's end or horizon, a cancel, an error
+    even before it drives), the controller publishes why and deletes its
+    server: it never idles on."""
     home = workdir or os.environ.get('HOME') or os.getcwd()
     root = os.path.join(home, 'opie-bot')
     os.makedirs(root, mode=0o700, exist_ok=True)
@@ -678,44 +800,90 @@ def main(config, workdir=None):
     os.environ['OS_CLIENT_CONFIG_FILE'] = clouds_yaml
     settings = live.Settings(**config['settings'])
     job_id = config['job_id']
+    # Without the cloud or the store there is no one to tell: the
+    # traceback goes to the console log.
     conn = live._connect(settings)
     store, _ = stores.open_store(settings.store, job_id, conn, create=False)
     jobs_dir = datadir.jobs(root)
     publisher = Publisher(store)
-    plan = planner.primary_map(jobfile.parse(config['job_source'],
-                                             config['job_path']))
-    ctx = live.start(plan, config['job_path'], settings, jobs_dir,
-                     say=_console, source=config['job_source'], job_id=job_id,
-                     t0=config['t0'], watch=publisher.record,
-                     inputs=agent.read_json(store, INPUTS_KEY))
+    ctx = own = None
     try:
-        live.loop(ctx, publisher.tick, settings.poll_s)
+        plan = planner.primary_map(jobfile.parse(config['job_source'],
+                                                 config['job_path']))
+        ctx = live.start(plan, config['job_path'], settings, jobs_dir,
+                         say=_console, source=config['job_source'],
+                         job_id=job_id, t0=config['t0'],
+                         watch=publisher.record,
+                         inputs=agent.read_json(store, INPUTS_KEY))
+        # Published at every poll (progress every 0 s), never giving up.
+        live.loop(ctx, lambda snapshot: publisher.tick(ctx.failing), 0.0,
+                  patient=True)
     except CancelRequested:
         ctx.journal.close()
-        own = agent.read_json(store, SERVER_KEY)
-        # Results and this journal stay for the tenant's side, whose own
-        # cancel deletes them if asked.
-        live.cancel(jobs_dir, job_id, CLOUD)
+        ctx = None
+        try:
+            own = agent.read_json(store, SERVER_KEY)    # the cancel deletes it
+            # Results and this journal stay for the tenant's side, whose
+            # own cancel deletes them if asked.
+            live.cancel(jobs_dir, job_id, CLOUD)
+        except Exception as exc:
+            # Its records show the cancel begun: the tenant's finishes it.
+            _console('cancel cut short: %s: %s' % (type(exc).__name__, exc))
         # The cancel's records too (its own journal): the tenant's side
         # must see a cancelled job even if it did not wait for it.
         publisher.records = _records(jobs_dir, job_id)
-    else:
-        own = agent.read_json(store, SERVER_KEY)
-        try:
-            rep = live.build_report(ctx)
-            store.put(REPORT_KEY + '.json',
-                      json.dumps(rep, indent=1).encode())
-            store.put(REPORT_KEY + '.html', html.render(rep).encode())
-        except Exception as exc:    # the job is over all the same
-            _console('no report: %s: %s' % (type(exc).__name__, exc))
-        finally:
-            ctx.journal.close()
+    except Exception as exc:
+        publisher.records = _stop(ctx, config, settings, conn, jobs_dir,
+                                  'controller error: %s: %s' % (
+                                      type(exc).__name__, exc))
+    if ctx is not None:
+        _report(ctx, store)
     # The last word, then this server goes: the tenant's side reads the
     # one, Nova ends the other (and this process with it).
     publisher.final = True
     publisher.publish()
+    own = own or agent.read_json(store, SERVER_KEY)
     if own is not None and _is_own(conn, own['server'], job_id):
         nova.client(conn).servers.delete(own['server'])
+
+
+def _report(ctx, store):
+    """The job's report, into the store, for the tenant's side."""
+    try:
+        rep = live.build_report(ctx)
+        store.put(REPORT_KEY + '.json', json.dumps(rep, indent=1).encode())
+        store.put(REPORT_KEY + '.html', html.render(rep).encode())
+    except Exception as exc:    # the job is over all the same
+        _console('no report: %s: %s' % (type(exc).__name__, exc))
+    finally:
+        ctx.journal.close()
+
+
+def _stop(ctx, config, settings, conn, jobs_dir, reason):
+    """Stop the job the controller cannot go on with (:func:`live.stop`,
+    from its journal, which a start cut short may not have made): the
+    records to publish, ending with ``stopped`` and, if the cloud kept
+    servers, ``servers_kept`` with why."""
+    _console(reason)
+    clock = _clock(config['t0'], settings)
+    path = journal_mod.path_for(jobs_dir, config['job_id'])
+    if ctx is None and not os.path.exists(path):
+        return [{'t': clock.now(), 'event': 'stopped', 'reason': reason,
+                 'servers': 0}]
+    journal = ctx.journal if ctx is not None else journal_mod.Journal(path)
+    try:
+        if ctx is None:
+            journal.lock()
+        job = jobfile.parse(config['job_source'], config['job_path'])
+        try:
+            live.stop(journal, job, conn, settings, clock, reason)
+        except live.CloudError as exc:
+            journal.append({'t': clock.now(), 'event': 'servers_kept',
+                            'reason': str(exc)})
+        return journal.records()
+    finally:
+        if ctx is None:
+            journal.close()
 
 
 def _records(jobs_dir, job_id):

@@ -12,6 +12,17 @@ into the data directory (:mod:`opie.bot.outputs`).
 
 Errors the user can fix (credentials, endpoint, flavor, image, store) end
 the command with one line and exit status 3, the journal untouched.
+
+A poll that fails (the cloud or the store) is tried again at the next
+poll.  A local client gives up after :data:`MAX_FAILED_POLLS` in a row:
+its user is there to ``resume`` it, and its servers keep running.  A
+controller (:mod:`opie.bot.controller`) has nobody to resume it, and
+giving up would leave the job's servers billing undriven, so it is
+*patient*: it retries until the cloud answers or the job's horizon
+comes, waiting the poll interval doubled at each failure up to
+:data:`BACKOFF_CAP` intervals (a cloud in trouble is not hammered, and
+one that comes back is seen within a few polls), and keeps the last
+error and the count in ``Job.failing`` for its heartbeat.
 """
 import collections
 import dataclasses
@@ -51,6 +62,8 @@ HORIZON_REASON = sim_backend.HORIZON_REASON
 KEPT = ('results/', 'outputs/', 'logs/')
 # Consecutive failed polls before the client stops (the job can resume).
 MAX_FAILED_POLLS = 20
+# A patient client's longest wait between failed polls, in poll intervals.
+BACKOFF_CAP = 8
 
 
 class CloudError(Exception):
@@ -109,6 +122,8 @@ class Job:
         self.scheduler = scheduler_mod.Scheduler(
             plan, self.clock, self.cloud, self.runner, self.checkpoints,
             journal, drop_at_mtt=True, watch_hangs=True)
+        # While polls fail: {'failures', 'for_s' (wall), 'error'}.
+        self.failing = None
 
 
 def _connect(settings, journal=None):
@@ -174,9 +189,14 @@ def start(plan, job_path, settings, jobs_dir, say=print, source=None,
                      status='running', inputs=inputs,
                      inputs_dir=None if staged else staging.job_dir(job_path))
     say('job %s: journal %s' % (job_id, path))
-    if not staged:
-        _guard(stage, ctx.store, journal, ctx.clock, journal.meta())
-    _guard(ctx.scheduler.start)
+    try:
+        if not staged:
+            _guard(stage, ctx.store, journal, ctx.clock, journal.meta())
+        _guard(ctx.scheduler.start)
+    except BaseException:
+        # Unlocked for whoever stops the job from its journal.
+        journal.close()
+        raise
     return ctx
 
 
@@ -409,33 +429,43 @@ def _horizon(ctx):
     return sim_backend.HORIZON * ctx.plan.job.deadline_s
 
 
-def loop(ctx, progress=None, progress_every_s=10.0):
+def loop(ctx, progress=None, progress_every_s=10.0, patient=False):
     """Drive the job until it is done, or until its horizon, when every
-    server is deleted (:meth:`Scheduler.stop`); True if it finished."""
+    server is deleted (:meth:`Scheduler.stop`); True if it finished.
+    ``patient``: never give up on failed polls (see the module
+    docstring)."""
     sched = ctx.scheduler
     full = getattr(ctx, 'resumed', False)
-    failures = 0
     next_line = time.monotonic()
     horizon = _horizon(ctx)
+    first_failure = None
     while not sched.finished and not sched.stopped and \
             ctx.clock.now() < horizon:
+        wait_s = ctx.settings.poll_s
         try:
             ctx.cloud.poll(full=full)
             full = False
             ctx.runner.poll_all()
             ctx.clock.run_due()
             ctx.fetcher.run()
-            failures = 0
+            ctx.failing = None
         except CLOUD_ERRORS + (OSError,) as exc:
-            failures += 1
-            if failures >= MAX_FAILED_POLLS:
+            failures = (ctx.failing or {}).get('failures', 0) + 1
+            if failures == 1:
+                first_failure = time.monotonic()
+            ctx.failing = {'failures': failures,
+                           'for_s': time.monotonic() - first_failure,
+                           'error': errors.describe(exc)}
+            if not patient and failures >= MAX_FAILED_POLLS:
                 raise CloudError('%s; giving up for now: opie-bot resume %s'
-                                 % (errors.describe(exc), ctx.job_id)) \
+                                 % (ctx.failing['error'], ctx.job_id)) \
                     from None
+            if patient:
+                wait_s = backoff(wait_s, failures)
         if progress is not None and time.monotonic() >= next_line:
             progress(sched.snapshot())
             next_line += progress_every_s
-        time.sleep(ctx.settings.poll_s)
+        _sleep(wait_s)
     if not sched.finished and not sched.stopped:
         _guard(sched.stop, HORIZON_REASON)
     # The tasks that ended on the last poll, or while no client ran.
@@ -443,6 +473,17 @@ def loop(ctx, progress=None, progress_every_s=10.0):
     ctx.journal.set_meta(status=lifecycle.DONE if sched.finished
                          else lifecycle.STOPPED)
     return sched.finished
+
+
+def backoff(poll_s, failures):
+    """A patient client's wait after ``failures`` failed polls in a row:
+    the poll interval, doubled at each failure after the first, at most
+    :data:`BACKOFF_CAP` intervals."""
+    return poll_s * min(2.0 ** min(failures - 1, 64), BACKOFF_CAP)
+
+
+def _sleep(seconds):
+    time.sleep(seconds)
 
 
 @dataclasses.dataclass
@@ -553,17 +594,18 @@ def _guarded(pieces):
         raise CloudError(errors.describe(exc)) from None
 
 
-def jobs(jobs_dir):
-    """:func:`status` of every job journalled in ``jobs_dir``, oldest
-    first; a file that is not a job's is skipped."""
+def jobs(jobs_dir, look=None):
+    """:func:`status` (or ``look``, called as it) of every job journalled
+    in ``jobs_dir``, oldest first; a file that is not a job's is
+    skipped."""
     out = []
     for name in sorted(os.listdir(jobs_dir)) if os.path.isdir(jobs_dir) \
             else []:
         if not name.endswith('.sqlite'):
             continue
         try:
-            out.append(status(jobs_dir, name[:-len('.sqlite')],
-                              baseline=False))
+            out.append((look or status)(jobs_dir, name[:-len('.sqlite')],
+                                        baseline=False))
         except ValueError:
             continue
     return sorted(out, key=lambda st: (st['started'] or 0, st['job_id']))
@@ -600,6 +642,25 @@ def cancel(jobs_dir, job_id, cloud=None, delete_results=False):
                     'results_kept': not delete_results})
     journal.set_meta(status=final)
     return kept, final
+
+
+def stop(journal, job, conn, settings, clock, reason):
+    """End a job whose driver cannot go on (a controller's error), from
+    its journal alone, as :meth:`Scheduler.stop` does from a running
+    client: journal ``stopped`` with ``reason`` (unless the journal
+    shows the job stopped already: a horizon stop the cloud cut short),
+    then delete every server the journal shows, each journalled.
+    ``CloudError`` if the cloud fails: the servers left stay journalled
+    as billing, for a ``resume`` or ``cancel``."""
+    records = journal.records()
+    if lifecycle.state(None, [r['event'] for r in records], True) != \
+            lifecycle.STOPPED:
+        journal.append({'t': clock.now(), 'event': 'stopped',
+                        'reason': reason,
+                        'servers': len(_billing(records))})
+    journal.set_meta(status=lifecycle.STOPPED)
+    _delete_servers(journal, journal.meta()['job_id'], job, conn, settings,
+                    clock, reason)
 
 
 def _delete_servers(journal, job_id, job, conn, settings, clock, reason):

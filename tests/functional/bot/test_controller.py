@@ -46,7 +46,8 @@ class Controller(base.ControllerCloud):
 
         code, out = self.command('status', job_id)
         self.assertEqual(0, code, out)
-        self.assertIn('is shutoff and nobody drives the job', out)
+        self.assertIn('%s SHUTOFF: it may still drive the job' % controller,
+                      out)
 
         code, out = self.command('resume', job_id)
 
