@@ -377,3 +377,15 @@ def test_watch_follows_the_controller(tenant):
     assert out.splitlines()[0] == 'job %s: done' % tenant.job_id()
     assert out.count('job %s:' % tenant.job_id()) == 1 and looks == []
     assert 'controller: server' in out and 'deleted after the job' in out
+
+
+def test_list_shows_a_job_its_controller_runs_as_running(tenant):
+    """``opie-bot list`` asks the controller, as ``status`` does: a job
+    its controller drives is running, not paused."""
+    assert tenant.launch()[0] == 0
+
+    code, out, err = tenant.cli('list', '-f', 'json')
+
+    assert code == 0, err
+    (st,) = json.loads(out)
+    assert st['status'] == 'running'
