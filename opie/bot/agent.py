@@ -41,6 +41,7 @@ Swift container reached with TempURL signatures, so the only secret on the
 server is the container's TempURL key.  Standard library only: this file
 runs on any image with Python 3.
 """
+import errno
 import hashlib
 import hmac
 import io
@@ -117,14 +118,31 @@ class DirStore:
         self.root = root
 
     def _path(self, key):
-        return os.path.join(self.root, *key.split('/'))
+        parts = key.split('/')
+        # A key read from an object (a result names its outputs and its
+        # log) never leads out of the store.
+        if any(part in ('', '.', '..') for part in parts):
+            raise ValueError('%r names no object of the store' % key)
+        return os.path.join(self.root, *parts)
 
     def get(self, key):
+        """The object ``key``, or None; a link, FIFO or device put there
+        (the store is shared with the tasks) is not read."""
         try:
-            with open(self._path(key), 'rb') as f:
-                return f.read()
+            fd = os.open(self._path(key), os.O_RDONLY | os.O_NOFOLLOW
+                         | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ValueError('object %s is a symbolic link' % key) \
+                    from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ValueError('object %s is not a regular file' % key)
+        with os.fdopen(fd, 'rb') as f:
+            return f.read()
 
     def _tmp(self, key, data):
         path = self._path(key)

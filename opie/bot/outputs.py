@@ -14,14 +14,33 @@ Each task's fetch is journalled after its files are written
 outputs`` fetches every committed task's again (:func:`fetch_task`),
 journalling nothing: how a tenant whose job ran on a controller gets
 them, and how a refused fetch is tried again.
+
+The store is within reach of every task (its agent's key, or the shared
+file system), so a result is checked before anything is read: only a
+task of the job (a name :data:`jobfile.TASK_ID` allows: never ``..``),
+only objects below that task's own ``outputs/<task>/`` prefix, only the
+names an agent writes; anything else is refused (:class:`Unusable`) as
+a link is.
 """
+import json
+
 from opie.bot import agent
 from opie.bot import datadir
+from opie.bot import jobfile
 from opie.bot import paths
 
 
 class Missing(Exception):
     """An output the result lists is not in the store."""
+
+
+class Unusable(Missing):
+    """A result that is not what an agent writes (corrupt, or forged by
+    a task with the store's key): nothing of it is fetched."""
+
+
+# What refuses a task's outputs: the job goes on without them.
+REFUSED = (paths.PathError, Missing)
 
 
 def fetch(store, result, data_dir, below):
@@ -34,7 +53,10 @@ def fetch(store, result, data_dir, below):
             parts = agent.relative_path(rel).split('/')
         except ValueError as exc:
             raise paths.PathError(str(exc)) from None
-        data = store.get(spec['prefix'] + rel)
+        try:
+            data = store.get(spec['prefix'] + rel)
+        except ValueError as exc:   # a link, a FIFO in a file store
+            raise Unusable(str(exc)) from None
         if data is None:
             raise Missing('%s is not in the store' % rel)
         paths.write_below(data_dir, below.split('/') + parts, data)
@@ -45,10 +67,66 @@ def fetch_task(store, data_dir, job_id, task_id):
     """Fetch the outputs of the committed run of ``task_id``; (files
     written, files the agent skipped), or None if it committed nothing
     (a run failed for hanging)."""
-    result = agent.read_json(store, 'results/%s.json' % task_id)
+    if not isinstance(task_id, str) or not jobfile.TASK_ID.fullmatch(
+            task_id):
+        raise paths.PathError('task id %r names no directory' % (task_id,))
+    result = read_result(store, task_id)
     if result is None:
         return None
+    check(result, task_id)
     return fetch(store, result, data_dir, datadir.outputs(job_id, task_id))
+
+
+def read_result(store, task_id):
+    """The committed result of ``task_id`` (a dict), None if there is
+    none, else :class:`Unusable`."""
+    key = 'results/%s.json' % task_id
+    try:
+        data = store.get(key)
+        if data is None:
+            return None
+        result = json.loads(data)
+    except ValueError as exc:     # not JSON, not UTF-8, not a file
+        raise Unusable('%s is not a result: %s' % (key, exc)) from None
+    if not isinstance(result, dict):
+        raise Unusable('%s is not a result' % key)
+    return result
+
+
+def check(result, task_id):
+    """The ``outputs`` of ``result`` name only objects of the task's
+    own prefix, by the names an agent gives them; else
+    :class:`Unusable`."""
+    spec = result.get('outputs')
+    if spec is None:
+        return
+    why = _wrong(spec, task_id)
+    if why:
+        raise Unusable('results/%s.json: its outputs %s' % (task_id, why))
+
+
+def _wrong(spec, task_id):
+    if not isinstance(spec, dict):
+        return 'are not a list of files'
+    prefix, files = spec.get('prefix'), spec.get('files', [])
+    own = 'outputs/%s/' % task_id
+    if not isinstance(prefix, str) or not prefix.startswith(own) or \
+            not prefix.endswith('/') or not _clean(prefix[len(own):-1]):
+        return 'are not below %s' % own
+    if not isinstance(files, list) or not all(
+            isinstance(f, str) and _clean(f) for f in files):
+        return 'are not a list of files below %s' % own
+    if not isinstance(spec.get('skipped', {}), (dict, list)):
+        return 'skipped are not a list of files'
+    return None
+
+
+def _clean(rel):
+    """``rel`` is a path below its directory, as the agent writes one."""
+    try:
+        return agent.relative_path(rel) == rel
+    except ValueError:
+        return False
 
 
 class Fetcher:
@@ -75,7 +153,7 @@ class Fetcher:
         record = {'t': self.clock.now(), 'task': task_id}
         try:
             got = fetch_task(self.store, self.data_dir, self.job_id, task_id)
-        except (paths.PathError, Missing) as exc:
+        except REFUSED as exc:
             record.update(event='outputs_refused', reason=str(exc))
         else:
             if got is None:

@@ -76,14 +76,20 @@ def write_below(base, parts, data):
     is refused, not followed, even one planted while this runs: each
     directory is opened relative to the one above, without following
     links, and the file is renamed into place."""
-    os.makedirs(base, exist_ok=True)
-    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.makedirs(base, exist_ok=True)
+        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise PathError('%s: %s' % (base, exc.strerror)) from None
     try:
         for i, name in enumerate(parts[:-1]):
             try:
                 os.mkdir(name, 0o755, dir_fd=fd)
             except FileExistsError:
                 pass
+            except OSError as exc:
+                # A name this file system refuses (too long), no space.
+                raise _refused(base, parts[:i + 1], fd, exc) from None
             try:
                 below = os.open(name, os.O_RDONLY | os.O_DIRECTORY
                                 | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
@@ -101,17 +107,25 @@ def _replace(fd, name, data, base, parts):
         info = os.lstat(name, dir_fd=fd)
     except FileNotFoundError:
         info = None
+    except OSError as exc:
+        raise _refused(base, parts, fd, exc) from None
     if info is not None and not stat.S_ISREG(info.st_mode):
         raise _refused(base, parts, fd, None)
     tmp = '.opie-%s.tmp' % secrets.token_hex(8)
-    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                  | os.O_CLOEXEC, 0o644, dir_fd=fd)
+    try:
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                      | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
+    except OSError as exc:
+        raise _refused(base, parts, fd, exc) from None
     try:
         with os.fdopen(out, 'wb') as f:
             f.write(data)
         os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
-    except BaseException:
+    except BaseException as exc:
         os.unlink(tmp, dir_fd=fd)
+        if isinstance(exc, OSError):
+            # A name this file system refuses (too long), no space.
+            raise _refused(base, parts, fd, exc) from None
         raise
 
 

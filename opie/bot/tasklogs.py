@@ -6,37 +6,84 @@ so ``opie-bot logs`` shows what a running task has written so far as
 well as a finished task's complete log, while its result keeps only the
 last :data:`opie.bot.agent.OUTPUT_TAIL` bytes.  The log shown is the
 committed run's; before a task is committed, its newest run's.
+
+Any task may write the store (its agent's key is on its server), so the
+log a result names must be one of that task's own runs
+(``logs/<task>/<attempt>-<server>/``), or the command refuses it in one
+line; a run named otherwise is never taken for the newest.
 """
-from opie.bot import agent
+import re
+
+from opie.bot import outputs
+
+# '<attempt>-<server>': the attempt numbers a task's runs in order.
+RUN = re.compile(r'([0-9]{1,9})-[^/]+')
+# Pieces ``--tail`` keeps while it looks for the start of the last
+# lines; past them it fetches again what it prints.
+KEEP = 8
 
 
 def run_prefix(store, task_id):
     """The store prefix of the log to show, or None if the task has
-    none yet."""
-    result = agent.read_json(store, 'results/%s.json' % task_id)
-    if result and result.get('log'):
-        return result['log']
+    none yet; ValueError (one line) if its result is not one."""
+    try:
+        result = outputs.read_result(store, task_id)
+    except outputs.Unusable as exc:
+        raise ValueError(str(exc)) from None
     base = 'logs/%s/' % task_id
-    runs = {key[len(base):].split('/')[0] for key in store.list(base)}
+    if result and result.get('log') is not None:
+        log = result['log']
+        if not (isinstance(log, str) and log.startswith(base)
+                and log.endswith('/') and RUN.fullmatch(log[len(base):-1])):
+            raise ValueError('results/%s.json: its log %r is not one of '
+                             'the task\'s runs' % (task_id, log))
+        return log
+    runs = [RUN.fullmatch(key[len(base):].split('/')[0])
+            for key in store.list(base)]
+    runs = {m.group(0): int(m.group(1)) for m in runs if m}
     if not runs:
         return None
-    # '<attempt>-<server>': the attempt numbers a task's runs in order.
-    newest = max(runs, key=lambda run: int(run.split('-', 1)[0]))
+    newest = max(runs, key=lambda run: (runs[run], run))
     return '%s%s/' % (base, newest)
 
 
 def pieces(store, prefix, tail=None):
     """The log's bytes, piece by piece; only its last ``tail`` lines if
-    given (read from the end, so a long log's start is never fetched)."""
+    given (read from the end, so a long log's start is never fetched,
+    and at most :data:`KEEP` pieces are held however long its last
+    lines are)."""
     keys = store.list(prefix)
     if tail is None:
         for key in keys:
             yield store.get(key) or b''
         return
-    buf = b''
-    for key in reversed(keys):
-        if buf.count(b'\n') > tail:
+    if tail == 0:
+        return
+    # From the end: the piece where the last ``tail`` lines start (a
+    # newline ending the log ends its last line, it starts none).
+    held, newlines, start, cut = {}, 0, 0, 0
+    for i in range(len(keys) - 1, -1, -1):
+        data = store.get(keys[i]) or b''
+        if len(held) < KEEP:
+            held[i] = data
+        end = len(data)
+        if i == len(keys) - 1 and data.endswith(b'\n'):
+            end -= 1
+        at = _start_of_last(data, end, tail - newlines)
+        if at is not None:
+            start, cut = i, at
             break
-        buf = (store.get(key) or b'') + buf
-    lines = buf.splitlines(keepends=True)
-    yield b''.join(lines[len(lines) - tail:] if tail else ())
+        newlines += data.count(b'\n', 0, end)
+    for i in range(start, len(keys)):
+        data = held.pop(i) if i in held else store.get(keys[i]) or b''
+        yield data[cut:] if i == start else data
+
+
+def _start_of_last(data, end, lines):
+    """Where the last ``lines`` lines of ``data[:end]`` start, or None
+    if it holds fewer newlines than that."""
+    for _ in range(lines):
+        end = data.rfind(b'\n', 0, end)
+        if end < 0:
+            return None
+    return end + 1

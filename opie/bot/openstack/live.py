@@ -40,7 +40,6 @@ from opie.bot import journal as journal_mod
 from opie.bot import jobstatus
 from opie.bot import lifecycle
 from opie.bot import outputs
-from opie.bot import paths
 from opie.bot import planner
 from opie.bot import report
 from opie.bot import scheduler as scheduler_mod
@@ -280,7 +279,7 @@ def _refuse(journal, meta, job, settings, conn, state, jobs_dir):
         _, ended = _delete_servers(journal, meta['job_id'], job, conn,
                                    settings, clock, 'left over by a client '
                                    'killed when the job was %s' % state)
-    fetched = _guard(_fetch_left, journal, meta, settings, conn, clock,
+    fetched = _guard(_fetch_left, journal, meta, job, settings, conn, clock,
                      jobs_dir)
     try:
         lifecycle.check_resumable(meta['job_id'], state)
@@ -292,7 +291,7 @@ def _refuse(journal, meta, job, settings, conn, state, jobs_dir):
         raise lifecycle.Final('; '.join([str(exc)] + notes)) from None
 
 
-def _fetch_left(journal, meta, settings, conn, clock, jobs_dir):
+def _fetch_left(journal, meta, job, settings, conn, clock, jobs_dir):
     """Fetch the outputs of the tasks committed in the store whose
     fetch the journal does not show (a client killed in between); how
     many tasks."""
@@ -303,14 +302,17 @@ def _fetch_left(journal, meta, settings, conn, clock, jobs_dir):
         return 0        # deleted with its results: nothing to fetch
     fetcher = outputs.Fetcher(store, journal, clock,
                               datadir.of_jobs(jobs_dir), meta['job_id'])
-    _queue_unfetched(fetcher, journal.records(), runner_mod.committed(store))
+    _queue_unfetched(fetcher, journal.records(), runner_mod.committed(store),
+                     job)
     count = len(fetcher.pending)
     fetcher.run()
     return count
 
 
-def _queue_unfetched(fetcher, records, committed):
-    fetcher.pending |= committed - {
+def _queue_unfetched(fetcher, records, committed, job):
+    """The tasks of ``job`` committed but not fetched (a result of no
+    task of the job is none of its outputs)."""
+    fetcher.pending |= (committed & {t.id for t in job.tasks}) - {
         r['task'] for r in records
         if r['event'] in ('outputs_fetched', 'outputs_refused')}
 
@@ -358,7 +360,7 @@ def _adopt(ctx, job):
         ctx.journal.append({'t': now, 'event': 'orphan_delete',
                             'server': sid})
     runner.attempts.update(attempts)
-    _queue_unfetched(ctx.fetcher, records, runner.results())
+    _queue_unfetched(ctx.fetcher, records, runner.results(), job)
     ctx.scheduler.hangs.count.update(
         r['task'] for r in records if r['event'] == 'task_hung')
     # A task failed for hanging has no result, and is over all the same.
@@ -570,16 +572,19 @@ def fetch_outputs(jobs_dir, job_id, cloud=None):
     the data directory of ``jobs_dir`` (:func:`outputs.fetch_task`),
     over what is there: ({task: (files, skipped)}, {task: why refused}).
     """
-    journal, meta, _ = _load(jobs_dir, job_id)
+    journal, meta, job = _load(jobs_dir, job_id)
     journal.close()
     store = _store_of(meta, cloud)
     data_dir = datadir.of_jobs(jobs_dir)
     fetched, refused = {}, {}
-    for task_id in sorted(_guard(runner_mod.committed, store)):
+    # A result of no task of the job (written by a task with the store's
+    # key) is none of its outputs.
+    for task_id in sorted(_guard(runner_mod.committed, store)
+                          & {t.id for t in job.tasks}):
         try:
             got = _guard(outputs.fetch_task, store, data_dir, job_id,
                          task_id)
-        except (paths.PathError, outputs.Missing) as exc:
+        except outputs.REFUSED as exc:
             refused[task_id] = str(exc)
         else:
             if got is not None:
