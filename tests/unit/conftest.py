@@ -3,7 +3,8 @@
 * ``tox -e py3`` installs no Nova, while the quick start's venv has it for
   the functional tests: Nova is made unimportable here, so that a unit test
   needing it fails in both (tests that need Nova are functional tests;
-  ``test_layout`` names them).
+  ``test_layout`` names them). Not in a process that has imported Nova
+  already (``pytest tests``, the functional tests collected first).
 * Every unit test keeps opie-bot's data directory in its own tmp_path.
 """
 import importlib.metadata
@@ -14,7 +15,7 @@ import pytest
 from opie.bot import datadir
 from opie.nova import compat
 
-sys.modules['nova'] = None
+sys.modules.setdefault('nova', None)
 
 
 @pytest.fixture(autouse=True)
