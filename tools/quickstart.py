@@ -3,12 +3,17 @@
 
 Needs only Python 3.11. Creates ``.venv`` next to this repository, installs
 OPIE into it with Nova and Placement (the demo runs them in-process; ``test``
-adds the test tools), then runs the demo or the whole test suite.
+adds the test tools), then runs the demo or the test suites: tox's ``py3``
+(tests/unit), ``functional`` (tests/functional) and ``pep8``, their
+commands read from tox.ini (``test PATH... [pytest options]`` runs those
+paths of the first two only).
 Re-running skips the install while setup.cfg and requirements.txt are
 unchanged.
 """
+import configparser
 import hashlib
 import pathlib
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -67,37 +72,60 @@ def demo():
     return run([str(BIN / 'opie-bot'), 'demo'])
 
 
-# Unit and functional tests run in separate processes: Nova's functional
-# fixtures monkey-patch the interpreter, which must not leak into the pure
-# cores' tests. In the functional tests Nova's own WarningsFixture decides
-# which warnings are errors; pytest's summary of Nova's many deprecation
-# warnings would only bury the results. opie-bot's functional tests mostly
-# wait for the client they drive, so they run beside the scheduler's (a
-# quarter of the suite's time), their output following.
-UNIT, BOT, SCHEDULER = 'tests/unit', 'tests/functional/bot', 'tests/functional'
-OPTIONS = {UNIT: [], BOT: ['-p', 'no:warnings'],
-           SCHEDULER: ['-p', 'no:warnings', '--ignore', BOT]}
+# The suites are tox's environments py3, functional and pep8, read from
+# tox.ini, so that this command (and CI, which runs it) runs exactly them.
+SUITES = {'py3': 'testenv', 'functional': 'testenv:functional',
+          'pep8': 'testenv:pep8'}
+# The unit and functional tests run in separate processes (as in tox): Nova's
+# functional fixtures monkey-patch the interpreter, which must not leak into
+# the unit tests. opie-bot's functional tests mostly wait for the client they
+# drive, so they run in a process of their own beside the rest of the
+# functional suite (a quarter of its time), their output following.
+BOT = 'tests/functional/bot'
 # pytest's status when no test was selected: a process that runs none of
 # the tests asked for (-k, or a path in another suite) has not failed.
 NO_TESTS = 5
+
+
+def suites():
+    """Each suite's command as tox.ini gives it, ``{posargs}`` left out."""
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(ROOT / 'tox.ini')
+    return {suite: shlex.split(tox[section]['commands'].replace(
+        '{posargs}', '')) for suite, section in SUITES.items()}
+
+
+def _in_venv(command):
+    return [str(BIN / command[0])] + command[1:]
+
+
+def _split(command):
+    """A pytest command as (the test directory it runs, the rest)."""
+    [directory] = [a for a in command if a.startswith('tests')]
+    return directory, [a for a in command if a != directory]
 
 
 def _under(path, suite):
     return path == suite or path.startswith((suite + '/', suite + '::'))
 
 
-def _targets(suite, paths):
-    """What ``suite``'s process runs of the test ``paths`` asked for (all
-    of it when none are)."""
-    if not paths or any(_under(suite, p) for p in paths):
-        return [suite]
-    return [p for p in paths if _under(p, suite)
-            and not (suite == SCHEDULER and _under(p, BOT))]
+def _processes(commands):
+    """(test directory, a directory it leaves out or None, its command
+    without the directory) of each pytest process, in the order they
+    start."""
+    unit, unit_command = _split(commands['py3'])
+    functional, functional_command = _split(commands['functional'])
+    return [(unit, None, unit_command), (BOT, None, functional_command),
+            (functional, BOT, functional_command + ['--ignore', BOT])]
 
 
-def _pytest(suite, targets, options, **kwargs):
-    return start([str(BIN / 'python'), '-m', 'pytest'] + targets
-                 + OPTIONS[suite] + options, **kwargs)
+def _targets(directory, excluded, paths):
+    """What the process of ``directory`` runs of the test ``paths`` asked
+    for (all of it when none are)."""
+    if not paths or any(_under(directory, p) for p in paths):
+        return [directory]
+    return [p for p in paths if _under(p, directory)
+            and not (excluded and _under(p, excluded))]
 
 
 def _wait(processes):
@@ -112,25 +140,31 @@ def test():
     args = sys.argv[2:]
     paths = [a for a in args if a == 'tests' or a.startswith('tests/')]
     options = [a for a in args if a not in paths]
-    runs = {suite: _targets(suite, paths) for suite in OPTIONS}
-    if not any(runs.values()):
+    commands = suites()
+    unit, bot, functional = [
+        _in_venv(command) + targets + options if targets else None
+        for directory, excluded, command in _processes(commands)
+        for targets in [_targets(directory, excluded, paths)]]
+    if not (unit or bot or functional):
         print('quickstart test: %s: no unit or functional tests there (the '
               'lab runs tests/integration: python3 tools/lab.py test)'
               % ' '.join(paths), file=sys.stderr)
         return 2
-    codes = _wait([_pytest(UNIT, runs[UNIT], options)] if runs[UNIT] else [])
+    codes = _wait([start(unit)]) if unit else []
     with tempfile.TemporaryFile() as log:
-        functional = []
-        if runs[BOT]:
-            functional.append(_pytest(BOT, runs[BOT], options, stdout=log,
-                                      stderr=subprocess.STDOUT))
-        if runs[SCHEDULER]:
-            functional.append(_pytest(SCHEDULER, runs[SCHEDULER], options))
-        codes += _wait(functional)
+        running = []
+        if bot:
+            running.append(start(bot, stdout=log, stderr=subprocess.STDOUT))
+        if functional:
+            running.append(start(functional))
+        codes += _wait(running)
         log.seek(0)
         sys.stdout.flush()
         sys.stdout.buffer.write(log.read())
         sys.stdout.flush()
+    if not args:
+        # Style, as tox -e pep8 checks it, on a whole run only.
+        codes.append(run(_in_venv(commands['pep8'])))
     failed = [c for c in codes if c not in (0, NO_TESTS)]
     if failed:
         return failed[0]

@@ -34,8 +34,9 @@ def _nova_pybasedir():
     return os.path.dirname(os.path.dirname(spec.origin))
 
 
-# Declarations copied from nova/conf (nova 34); a unit test checks that the
-# types and defaults still match Nova's when Nova is installed.
+# Declarations copied from nova/conf (nova 34); a functional test
+# (tests/functional/plugin/test_nova_agrees.py) checks that the types and
+# defaults still match Nova's.
 DEFAULT_OPTS = [
     cfg.StrOpt('pybasedir', default=_nova_pybasedir()),
     cfg.StrOpt('state_path', default='$pybasedir'),

@@ -1,4 +1,5 @@
-"""The layout keeps the split: the core and the plugin sit below the tools.
+"""The layout keeps the split: the core and the plugin sit below the tools,
+and the unit tests run without Nova.
 
 ``opie/core`` is the Nova-free model (scheduling, the preemptible flavor
 contract, the provider config, snapshots); ``opie/nova`` is the plugin a
@@ -6,7 +7,13 @@ production Nova venv installs. Neither may import the operator CLI
 (``opie.cmd``), the tenant client (``opie.bot``), the lab or the test
 harness (``opie.testing``), and the core may import neither Nova nor the
 plugin. Imports are read from the source, so a lazy import inside a
-function counts too.
+function counts too, and so does ``pytest.importorskip('nova...')``.
+
+``tox -e py3`` runs ``tests/unit`` in a venv without Nova, so no unit test
+module may import Nova, neither itself nor through an OPIE module that
+imports Nova as it is imported (``opie.nova.hoststate``, say); tests that
+need Nova are functional tests (``tests/functional/plugin`` for the fast
+ones).
 """
 import ast
 import pathlib
@@ -16,6 +23,8 @@ import pytest
 import opie
 
 PACKAGE = pathlib.Path(opie.__file__).parent
+ROOT = PACKAGE.parent
+UNIT_TESTS = ROOT / 'tests' / 'unit'
 ABOVE = ('opie.cmd', 'opie.bot', 'opie.lab', 'opie.testing')
 # Nor may the core import the plugin, which imports Nova.
 FORBIDDEN = {'core': ABOVE + ('nova', 'opie.nova'), 'nova': ABOVE}
@@ -25,14 +34,39 @@ def _modules(layer):
     return sorted((PACKAGE / layer).rglob('*.py'))
 
 
-def _imports(path):
-    """(line, names) of every import statement in the file: the modules
-    it may import, relative ones made absolute."""
+def _module_name(path):
+    parts = path.relative_to(ROOT).with_suffix('').parts
+    return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def _nodes(tree, lazy):
+    """The tree's nodes; with ``lazy`` False, not those inside a function
+    (which run only when it is called)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if lazy or not isinstance(node, (ast.FunctionDef,
+                                         ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def _imports(path, lazy=True):
+    """(line, names) of every import statement in the file, and of every
+    ``importorskip`` or ``import_module`` of a module named in the source:
+    the modules it may import, relative ones made absolute. With ``lazy``
+    False, only what importing the file imports."""
     # The package a relative import starts from, for a module or a
     # package's __init__.py alike.
-    package = ('opie',) + path.relative_to(PACKAGE).parts[:-1]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
+    package = path.relative_to(ROOT).parts[:-1]
+    for node in _nodes(ast.parse(path.read_text(), str(path)), lazy):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = getattr(func, 'attr', getattr(func, 'id', None))
+            if (name in ('importorskip', 'import_module') and node.args
+                    and isinstance(node.args[0], ast.Constant)):
+                yield node.lineno, [node.args[0].value]
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, [alias.name]
         elif isinstance(node, ast.ImportFrom):
@@ -45,23 +79,59 @@ def _imports(path):
                                            for alias in node.names]
 
 
-def _violations(layer):
+def _under(name, prefixes):
+    return any(name == prefix or name.startswith(prefix + '.')
+               for prefix in prefixes)
+
+
+def _found(paths, forbidden):
+    """'path:line imports name' for each import in ``paths`` of a module
+    ``forbidden`` says yes to."""
     found = set()
-    for path in _modules(layer):
+    for path in paths:
         for line, names in _imports(path):
-            bad = [name for name in names if any(
-                name == prefix or name.startswith(prefix + '.')
-                for prefix in FORBIDDEN[layer])]
+            bad = [name for name in names if forbidden(name)]
             if bad:
-                found.add((str(path.relative_to(PACKAGE.parent)), line,
-                           bad[0]))
+                found.add((str(path.relative_to(ROOT)), line, bad[0]))
     return ['%s:%d imports %s' % item for item in sorted(found)]
+
+
+def _violations(layer):
+    return _found(_modules(layer),
+                  lambda name: _under(name, FORBIDDEN[layer]))
+
+
+def _importing_nova():
+    """The OPIE modules that import Nova as they are imported: themselves,
+    through their package or through another such module."""
+    imports = {_module_name(path): [name for _, names in _imports(path, False)
+                                    for name in names]
+               for path in PACKAGE.rglob('*.py')}
+    found = set()
+    while True:
+        more = {module for module, names in imports.items()
+                if module not in found and _under(module, found)
+                or any(_under(name, found | {'nova'}) for name in names)}
+        if not more - found:
+            return found
+        found |= more
+
+
+def _unit_tests_importing_nova():
+    nova = _importing_nova() | {'nova'}
+    return _found(sorted(UNIT_TESTS.rglob('*.py')),
+                  lambda name: _under(name, nova))
 
 
 @pytest.mark.parametrize('layer', sorted(FORBIDDEN))
 def test_layer_imports_nothing_above_it(layer):
     assert _modules(layer)
     assert _violations(layer) == []
+
+
+def test_no_unit_test_imports_nova():
+    assert 'opie.nova.hoststate' in _importing_nova()
+    assert _unit_tests_importing_nova() == []
 
 
 def test_the_check_sees_every_kind_of_import(tmp_path, monkeypatch):
@@ -79,6 +149,7 @@ def test_the_check_sees_every_kind_of_import(tmp_path, monkeypatch):
         'def later():\n'
         '    from opie.lab import cli\n')
     monkeypatch.setattr(__name__ + '.PACKAGE', tmp_path / 'opie')
+    monkeypatch.setattr(__name__ + '.ROOT', tmp_path)
 
     assert _violations('core') == [
         'opie/core/bad.py:1 imports nova.conf',
@@ -86,3 +157,40 @@ def test_the_check_sees_every_kind_of_import(tmp_path, monkeypatch):
         'opie/core/bad.py:3 imports opie.bot',
         'opie/core/bad.py:4 imports opie.testing',
         'opie/core/bad.py:7 imports opie.lab']
+
+
+def test_the_check_sees_nova_imported_by_a_unit_test(tmp_path,
+                                                     monkeypatch):
+    """The check itself: Nova imported by a unit test, directly, skipped
+    when absent, or through OPIE modules and packages that import it when
+    imported; not through a module that imports it only in a function."""
+    for path, text in {
+            'opie/__init__.py': '',
+            'opie/nova/__init__.py': '',
+            'opie/nova/direct.py': 'from nova import objects\n',
+            'opie/nova/through.py': 'from . import direct\n',
+            'opie/nova/lazy.py': 'def f():\n    import nova.conf\n',
+            'opie/plugged/__init__.py': 'import nova\n',
+            'opie/plugged/free.py': '',
+            'tests/unit/test_a.py': (
+                'import pytest\n'
+                'from opie.nova import lazy\n'
+                'from opie.nova import through\n'
+                'from opie.plugged import free\n'
+                'def test_it():\n'
+                '    pytest.importorskip("nova.scheduler")\n'
+                '    import nova.conf\n')}.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    monkeypatch.setattr(__name__ + '.PACKAGE', tmp_path / 'opie')
+    monkeypatch.setattr(__name__ + '.ROOT', tmp_path)
+    monkeypatch.setattr(__name__ + '.UNIT_TESTS', tmp_path / 'tests' /
+                        'unit')
+
+    assert _importing_nova() == {'opie.nova.direct', 'opie.nova.through',
+                                 'opie.plugged', 'opie.plugged.free'}
+    assert _unit_tests_importing_nova() == [
+        'tests/unit/test_a.py:3 imports opie.nova.through',
+        'tests/unit/test_a.py:4 imports opie.plugged',
+        'tests/unit/test_a.py:6 imports nova.scheduler',
+        'tests/unit/test_a.py:7 imports nova.conf']

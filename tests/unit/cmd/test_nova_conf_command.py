@@ -73,6 +73,7 @@ def _audit(path, role):
                             datetime.datetime.now(datetime.timezone.utc))
 
 
+@pytest.mark.usefixtures('installed_nova')
 def test_scheduler_on_a_fresh_file(capsys, conf_path):
     rc, out, _ = _scheduler(capsys, conf_path, *OPIE_FLAGS)
 

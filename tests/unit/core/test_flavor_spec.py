@@ -191,17 +191,3 @@ def test_a_missing_override_of_a_zero_size_is_what_nova_asks_anyway():
     ('false', False), ('', False), ('no', False)])
 def test_mark_values_read_as_the_scheduler_reads_them(value, preemptible):
     assert rc.is_preemptible({rc.PREEMPTIBLE_SPEC: value}) is preemptible
-
-
-def test_nova_asks_placement_for_custom_classes_only():
-    """Nova's own ResourceRequest turns the specs into the right query."""
-    objects = pytest.importorskip('nova.objects')
-    scheduler_utils = pytest.importorskip('nova.scheduler.utils')
-    objects.register_all()
-    nova_flavor = objects.Flavor(
-        vcpus=1, memory_mb=2048, root_gb=20, ephemeral_gb=5, swap=1500,
-        extra_specs=flavor_spec.preemptible_specs(SMALL))
-
-    asked = scheduler_utils.resources_from_flavor_and_bfv(nova_flavor, False)
-
-    assert asked == dict(zip(rc.CUSTOM, SMALL.size()))

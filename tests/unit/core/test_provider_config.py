@@ -51,19 +51,3 @@ def test_custom_inventories_reads_back_what_build_wrote():
 def test_impossible_inventories_are_refused(total, reserved, message):
     with pytest.raises(ValueError, match=message):
         provider_config.build(total, RATIOS, reserved)
-
-
-def test_nova_accepts_the_file(tmp_path):
-    """Nova's own provider config loader reads the written file."""
-    nova_provider_config = pytest.importorskip(
-        'nova.compute.provider_config')
-    text = provider_config.dump(provider_config.build(TOTAL, RATIOS,
-                                                      RESERVED),
-                                TOTAL, RATIOS, RESERVED)
-    (tmp_path / 'opie.yaml').write_text(text)
-
-    providers = nova_provider_config.get_provider_configs(str(tmp_path))
-
-    additional = providers['$COMPUTE_NODE']['inventories']['additional']
-    assert {name for entry in additional for name in entry} == {
-        'CUSTOM_OPIE_HOST', *rc.CUSTOM}

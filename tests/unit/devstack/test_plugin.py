@@ -183,6 +183,7 @@ class DevStack:
                                 datetime.datetime.now(datetime.timezone.utc))
 
 
+@pytest.mark.usefixtures('installed_nova')
 def test_sample_local_conf_three_fake_computes_own_filters(tmp_path):
     """devstack/local.conf.sample: three fake computes, a
     [[post-config|$NOVA_CONF]] block setting enabled_filters and a

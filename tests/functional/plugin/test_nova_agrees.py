@@ -1,0 +1,63 @@
+"""Nova's own code agrees with what OPIE knows of it without Nova.
+
+``opie-manage`` and the core read nova.conf, write provider configs and
+check flavors in environments without Nova, from copies of Nova's option
+declarations, class paths and resource rules. Each copy is checked here
+against the installed Nova's code.
+"""
+import importlib
+
+from nova.compute import provider_config as nova_provider_config
+import nova.conf
+from nova import objects
+from nova.scheduler import utils as scheduler_utils
+
+from opie.cmd import nova_conf
+from opie.core import flavor_spec
+from opie.core import preemptible
+from opie.core import provider_config
+from opie.core import resources as res
+
+
+def test_nova_conf_declarations_match_novas():
+    """Also pybasedir: found without importing Nova, as Nova sets it."""
+    for group, opts in nova_conf.OPTS.items():
+        for opt in opts:
+            theirs = nova.conf.CONF._get_opt_info(opt.dest, group)['opt']
+            assert type(theirs) is type(opt), opt.dest
+            assert theirs.default == opt.default, opt.dest
+
+
+def test_the_class_paths_the_audit_checks_exist():
+    for path in (nova_conf.FILTER_PATH,) + nova_conf.WEIGHERS:
+        module, _, name = path.rpartition('.')
+        assert getattr(importlib.import_module(module), name)
+
+
+def test_nova_reads_the_provider_config(tmp_path):
+    """Nova's own provider config loader reads the written file."""
+    total = res.Resources(16, 65536, 500)
+    ratios = res.Resources(4.0, 1.5, 1.0)
+    reserved = res.Resources(2, 4096, 10)
+    (tmp_path / 'opie.yaml').write_text(provider_config.dump(
+        provider_config.build(total, ratios, reserved), total, ratios,
+        reserved))
+
+    providers = nova_provider_config.get_provider_configs(str(tmp_path))
+
+    additional = providers['$COMPUTE_NODE']['inventories']['additional']
+    assert {name for entry in additional for name in entry} == {
+        preemptible.HOST_TOKEN, *preemptible.CUSTOM}
+
+
+def test_nova_asks_placement_for_custom_classes_only():
+    """Nova's own ResourceRequest turns the specs into the right query."""
+    small = flavor_spec.Flavor('m1.small', vcpus=1, memory_mb=2048,
+                               root_gb=20, ephemeral_gb=5, swap_mb=1500)
+    nova_flavor = objects.Flavor(
+        vcpus=1, memory_mb=2048, root_gb=20, ephemeral_gb=5, swap=1500,
+        extra_specs=flavor_spec.preemptible_specs(small))
+
+    asked = scheduler_utils.resources_from_flavor_and_bfv(nova_flavor, False)
+
+    assert asked == dict(zip(preemptible.CUSTOM, small.size()))

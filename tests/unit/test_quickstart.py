@@ -1,0 +1,67 @@
+"""The README's test command runs tox's suites, read from tox.ini: the
+unit tests, the functional tests (opie-bot's in a process of their own,
+beside the rest) and style."""
+import importlib.util
+import pathlib
+import types
+
+import pytest
+
+import opie
+
+ROOT = pathlib.Path(opie.__file__).parent.parent
+SPEC = importlib.util.spec_from_file_location(
+    'quickstart', ROOT / 'tools' / 'quickstart.py')
+quickstart = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(quickstart)
+TOX = """\
+[testenv]
+commands =
+    python -m pytest -x tests/unit {posargs}
+[testenv:functional]
+commands =
+    python -m pytest -q tests/functional {posargs}
+[testenv:pep8]
+commands =
+    flake8 opie
+"""
+
+
+@pytest.fixture
+def started(tmp_path, monkeypatch):
+    """The commands ``quickstart test`` starts, with tmp_path's tox.ini."""
+    (tmp_path / 'tox.ini').write_text(TOX)
+    monkeypatch.setattr(quickstart, 'ROOT', tmp_path)
+    monkeypatch.setattr(quickstart, 'BIN', tmp_path / 'bin')
+    argvs = []
+
+    def start(argv, **kwargs):
+        argvs.append(' '.join(argv).replace(str(tmp_path) + '/', ''))
+        return types.SimpleNamespace(wait=lambda: 0)
+
+    monkeypatch.setattr(quickstart, 'start', start)
+    return argvs
+
+
+def test_a_whole_run_is_toxs_three_suites(started, monkeypatch):
+    monkeypatch.setattr('sys.argv', ['quickstart.py', 'test'])
+
+    assert quickstart.test() == 0
+    assert started == [
+        'bin/python -m pytest -x tests/unit',
+        'bin/python -m pytest -q tests/functional/bot',
+        'bin/python -m pytest -q --ignore tests/functional/bot '
+        'tests/functional',
+        'bin/flake8 opie']
+
+
+def test_paths_asked_for_run_in_their_suites_process(started, monkeypatch):
+    monkeypatch.setattr('sys.argv', [
+        'quickstart.py', 'test', 'tests/functional/plugin', '-k', 'budget',
+        'tests/unit/test_layout.py'])
+
+    assert quickstart.test() == 0
+    assert started == [
+        'bin/python -m pytest -x tests/unit/test_layout.py -k budget',
+        'bin/python -m pytest -q --ignore tests/functional/bot '
+        'tests/functional/plugin -k budget']
