@@ -254,7 +254,9 @@ class ClaimingClient:
     def get_allocation_candidates(self, context, resources):
         found = self._client.get_allocation_candidates(context, resources)
         limit = resources._limit
-        if (found is None or limit is None or len(found[0]) < limit
+        # Nova's client answers (None, None, None) when Placement failed.
+        if (found is None or found[0] is None or limit is None
+                or len(found[0]) < limit
                 or hoststate.any_fits(found[1],
                                       resources.merged_resources())):
             return found
