@@ -20,7 +20,10 @@ file system), so a result is checked before anything is read: only a
 task of the job (a name :data:`jobfile.TASK_ID` allows: never ``..``),
 only objects below that task's own ``outputs/<task>/`` prefix, only the
 names an agent writes; anything else is refused (:class:`Unusable`) as
-a link is.
+a link is, and so is a result over :data:`agent.SMALL_OBJECT` bytes or
+an output over :data:`agent.MAX_FILE` (read no further than that).  A
+fetch first removes the temporary files a killed fetch left in the
+task's directory (:func:`paths.remove_temporaries`).
 """
 import json
 import os
