@@ -55,7 +55,6 @@ import stat
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -74,6 +73,8 @@ MAX_FILE = 256 * 2 ** 20
 # the task runs (all of them once it has ended).
 LOG_CHUNK = 2 ** 20
 LOG_CHUNKS_PER_CYCLE = 8
+# The largest status, assignment, result or checkpoint pointer read.
+SMALL_OBJECT = 2 ** 20
 # Output files one run uploads at most.
 MAX_OUTPUTS = 10000
 
@@ -112,25 +113,65 @@ def run_name(task_id, attempt, server):
 
 
 class DirStore:
-    """Objects as files under ``root``; writes are atomic renames."""
+    """Objects as files under ``root``; writes are atomic renames.
+
+    The store is shared with the tasks, so a link, FIFO or device put
+    there is never read, and neither is a directory link on the way to
+    an object: each directory below ``root`` is opened relative to the
+    one above without following links, so no read or write leaves
+    ``root`` (itself the tenant's, and may be a link)."""
 
     def __init__(self, root):
         self.root = root
 
-    def _path(self, key):
+    def _parts(self, key):
         parts = key.split('/')
         # A key read from an object (a result names its outputs and its
         # log) never leads out of the store.
         if any(part in ('', '.', '..') for part in parts):
             raise ValueError('%r names no object of the store' % key)
-        return os.path.join(self.root, *parts)
+        return parts
 
-    def get(self, key):
-        """The object ``key``, or None; a link, FIFO or device put there
-        (the store is shared with the tasks) is not read."""
+    def _dir(self, key, create):
+        """(descriptor of the directory of ``key``, its last name); a
+        missing directory is FileNotFoundError unless ``create``."""
+        parts = self._parts(key)
+        if create:
+            os.makedirs(self.root, exist_ok=True)
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            fd = os.open(self._path(key), os.O_RDONLY | os.O_NOFOLLOW
-                         | os.O_NONBLOCK | os.O_CLOEXEC)
+            for name in parts[:-1]:
+                if create:
+                    try:
+                        os.mkdir(name, 0o755, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                try:
+                    below = os.open(name, os.O_RDONLY | os.O_DIRECTORY
+                                    | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ENOTDIR, errno.ELOOP) and \
+                            stat.S_ISLNK(os.lstat(name, dir_fd=fd).st_mode):
+                        raise ValueError('object %s: %s is a symbolic link'
+                                         % (key, name)) from None
+                    raise
+                os.close(fd)
+                fd = below
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, parts[-1]
+
+    def get(self, key, limit=None):
+        """The object ``key``, or None; ValueError for a link, FIFO or
+        device put there, or an object of more than ``limit`` bytes."""
+        try:
+            dir_fd, name = self._dir(key, create=False)
+        except FileNotFoundError:
+            return None
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                         | os.O_CLOEXEC, dir_fd=dir_fd)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -138,43 +179,62 @@ class DirStore:
                 raise ValueError('object %s is a symbolic link' % key) \
                     from None
             raise
+        finally:
+            os.close(dir_fd)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             raise ValueError('object %s is not a regular file' % key)
         with os.fdopen(fd, 'rb') as f:
-            return f.read()
+            return capped(f, key, limit)
 
     def _tmp(self, key, data):
-        path = self._path(key)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.',
-                                   suffix=TMP_SUFFIX)
-        with os.fdopen(fd, 'wb') as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        return path, tmp
+        """(directory descriptor, name, temporary name) of ``data``
+        written beside ``key``."""
+        dir_fd, name = self._dir(key, create=True)
+        tmp = '.%s%s' % (os.urandom(8).hex(), TMP_SUFFIX)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                         | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                         dir_fd=dir_fd)
+            with os.fdopen(fd, 'wb') as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            os.close(dir_fd)
+            raise
+        return dir_fd, name, tmp
 
     def put(self, key, data):
-        path, tmp = self._tmp(key, data)
-        os.replace(tmp, path)
+        dir_fd, name, tmp = self._tmp(key, data)
+        try:
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
 
     def create(self, key, data):
         """Write ``key`` unless it exists; True if this call wrote it."""
-        path, tmp = self._tmp(key, data)
+        dir_fd, name, tmp = self._tmp(key, data)
         try:
-            os.link(tmp, path)
+            os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             return True
         except FileExistsError:
             return False
         finally:
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
+            os.close(dir_fd)
 
     def delete(self, key):
         try:
-            os.unlink(self._path(key))
+            dir_fd, name = self._dir(key, create=False)
+        except FileNotFoundError:
+            return
+        try:
+            os.unlink(name, dir_fd=dir_fd)
         except FileNotFoundError:
             pass
+        finally:
+            os.close(dir_fd)
 
     def list(self, prefix=''):
         out = []
@@ -223,10 +283,10 @@ class TempUrlStore:
                                      headers=headers or {})
         return urllib.request.urlopen(req, timeout=60)
 
-    def get(self, key):
+    def get(self, key, limit=None):
         try:
             with self._request('GET', key) as resp:
-                return resp.read()
+                return capped(resp, key, limit)
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return None
@@ -258,8 +318,19 @@ def open_store(spec):
     return TempUrlStore(spec['url'], spec['temp_url_key'])
 
 
-def read_json(store, key):
-    data = store.get(key)
+def capped(f, key, limit):
+    """All of the file ``f``, object ``key`` of the store; ValueError if
+    it holds more than ``limit`` bytes (None: no cap)."""
+    data = f.read() if limit is None else f.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise ValueError('object %s is larger than %d bytes' % (key, limit))
+    return data
+
+
+def read_json(store, key, limit=SMALL_OBJECT):
+    """The JSON object ``key`` (at most ``limit`` bytes), or None;
+    ValueError if it is not one."""
+    data = store.get(key, limit)
     return None if data is None else json.loads(data)
 
 

@@ -645,6 +645,11 @@ CLOUD_OPTIONS = (('--os-cloud', 'os_cloud'), ('--image', 'image'),
                  ('--controller-flavor', 'controller_flavor'))
 
 
+def _shown(bound):
+    """A bound as written: 1000000, not 1000000.0."""
+    return '%d' % bound if float(bound).is_integer() else repr(bound)
+
+
 def _number(text, low, high, kind=float, low_included=True):
     """An option's value as ``kind`` within [low, high] (or (low, high]),
     finite, or an error naming it."""
@@ -657,7 +662,8 @@ def _number(text, low, high, kind=float, low_included=True):
                                   else value > low)):
         raise argparse.ArgumentTypeError('%r is not a number in %s%s, %s]'
                                          % (text, '[' if low_included
-                                            else '(', low, high))
+                                            else '(', _shown(low),
+                                            _shown(high)))
     return value
 
 

@@ -457,7 +457,8 @@ def _published(store):
     whatever the store holds, ``status`` answers and ``cancel`` and
     ``resume`` go on from what the tenant's journal already has."""
     try:
-        published = live._guard(agent.read_json, store, JOURNAL_KEY)
+        published = live._guard(agent.read_json, store, JOURNAL_KEY,
+                                None)
     except ValueError:      # not JSON, not UTF-8
         return None
     if not isinstance(published, dict):
@@ -814,7 +815,7 @@ def main(config, workdir=None):
                          say=_console, source=config['job_source'],
                          job_id=job_id, t0=config['t0'],
                          watch=publisher.record,
-                         inputs=agent.read_json(store, INPUTS_KEY))
+                         inputs=agent.read_json(store, INPUTS_KEY, None))
         # Published at every poll (progress every 0 s), never giving up.
         live.loop(ctx, lambda snapshot: publisher.tick(ctx.failing), 0.0,
                   patient=True)

@@ -20,9 +20,13 @@ file system), so a result is checked before anything is read: only a
 task of the job (a name :data:`jobfile.TASK_ID` allows: never ``..``),
 only objects below that task's own ``outputs/<task>/`` prefix, only the
 names an agent writes; anything else is refused (:class:`Unusable`) as
-a link is.
+a link is, and so is a result over :data:`agent.SMALL_OBJECT` bytes or
+an output over :data:`agent.MAX_FILE` (read no further than that).  A
+fetch first removes the temporary files a killed fetch left in the
+task's directory (:func:`paths.remove_temporaries`).
 """
 import json
+import os
 
 from opie.bot import agent
 from opie.bot import datadir
@@ -48,14 +52,15 @@ def fetch(store, result, data_dir, below):
     (files written, files the agent skipped)."""
     spec = result.get('outputs') or {}
     files = spec.get('files', ())
+    paths.remove_temporaries(os.path.join(data_dir, *below.split('/')))
     for rel in files:
         try:
             parts = agent.relative_path(rel).split('/')
         except ValueError as exc:
             raise paths.PathError(str(exc)) from None
         try:
-            data = store.get(spec['prefix'] + rel)
-        except ValueError as exc:   # a link, a FIFO in a file store
+            data = store.get(spec['prefix'] + rel, agent.MAX_FILE)
+        except ValueError as exc:   # too large, a link, a FIFO
             raise Unusable(str(exc)) from None
         if data is None:
             raise Missing('%s is not in the store' % rel)
@@ -82,11 +87,11 @@ def read_result(store, task_id):
     none, else :class:`Unusable`."""
     key = 'results/%s.json' % task_id
     try:
-        data = store.get(key)
+        data = store.get(key, agent.SMALL_OBJECT)
         if data is None:
             return None
         result = json.loads(data)
-    except ValueError as exc:     # not JSON, not UTF-8, not a file
+    except ValueError as exc:     # not JSON, not UTF-8, too large, a link
         raise Unusable('%s is not a result: %s' % (key, exc)) from None
     if not isinstance(result, dict):
         raise Unusable('%s is not a result' % key)

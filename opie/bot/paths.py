@@ -7,11 +7,17 @@ is now one line (:class:`PathError`), found before the job is planned,
 simulated or started, and reports are opened with ``O_NOFOLLOW`` so a
 link planted after the check is refused too.  A task's outputs, written
 below the data directory under names the task chose, never go through a
-link either (:func:`write_below`).
+link either (:func:`write_below`); the temporary files a kill left on the
+way are removed by the next fetch into that directory
+(:func:`remove_temporaries`).
 """
 import os
+import re
 import secrets
 import stat
+
+# What write_below names a file before it is renamed into place.
+TEMPORARY = re.compile(r'\.opie-[0-9a-f]{16}\.tmp')
 
 
 class PathError(ValueError):
@@ -111,7 +117,7 @@ def _replace(fd, name, data, base, parts):
         raise _refused(base, parts, fd, exc) from None
     if info is not None and not stat.S_ISREG(info.st_mode):
         raise _refused(base, parts, fd, None)
-    tmp = '.opie-%s.tmp' % secrets.token_hex(8)
+    tmp = '.opie-%s.tmp' % secrets.token_hex(8)     # a TEMPORARY
     try:
         out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
                       | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
@@ -127,6 +133,20 @@ def _replace(fd, name, data, base, parts):
             # A name this file system refuses (too long), no space.
             raise _refused(base, parts, fd, exc) from None
         raise
+
+
+def remove_temporaries(top):
+    """Remove below ``top`` the files :func:`write_below` names while
+    it writes them, left by a kill before the rename; nothing else, and
+    through no link."""
+    try:
+        for _, _, files, fd in os.fwalk(top, follow_symlinks=False):
+            for name in files:
+                if TEMPORARY.fullmatch(name) and stat.S_ISREG(
+                        os.lstat(name, dir_fd=fd).st_mode):
+                    os.unlink(name, dir_fd=fd)
+    except FileNotFoundError:
+        pass        # nothing fetched there yet
 
 
 def _refused(base, parts, fd, exc):

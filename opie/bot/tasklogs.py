@@ -14,6 +14,7 @@ line; a run named otherwise is never taken for the newest.
 """
 import re
 
+from opie.bot import agent
 from opie.bot import outputs
 
 # '<attempt>-<server>': the attempt numbers a task's runs in order.
@@ -55,7 +56,7 @@ def pieces(store, prefix, tail=None):
     keys = store.list(prefix)
     if tail is None:
         for key in keys:
-            yield store.get(key) or b''
+            yield _piece(store, key)
         return
     if tail == 0:
         return
@@ -63,7 +64,7 @@ def pieces(store, prefix, tail=None):
     # newline ending the log ends its last line, it starts none).
     held, newlines, start, cut = {}, 0, 0, 0
     for i in range(len(keys) - 1, -1, -1):
-        data = store.get(keys[i]) or b''
+        data = _piece(store, keys[i])
         if len(held) < KEEP:
             held[i] = data
         end = len(data)
@@ -75,8 +76,14 @@ def pieces(store, prefix, tail=None):
             break
         newlines += data.count(b'\n', 0, end)
     for i in range(start, len(keys)):
-        data = held.pop(i) if i in held else store.get(keys[i]) or b''
+        data = held.pop(i) if i in held else _piece(store, keys[i])
         yield data[cut:] if i == start else data
+
+
+def _piece(store, key):
+    """One piece of a log (ValueError if larger than the agent writes
+    them, :data:`agent.LOG_CHUNK`)."""
+    return store.get(key, agent.LOG_CHUNK) or b''
 
 
 def _start_of_last(data, end, lines):

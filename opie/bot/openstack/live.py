@@ -24,7 +24,6 @@ comes, waiting the poll interval doubled at each failure up to
 one that comes back is seen within a few polls), and keeps the last
 error and the count in ``Job.failing`` for its heartbeat.
 """
-import collections
 import dataclasses
 import os
 import secrets
@@ -117,7 +116,7 @@ class Job:
         self.fetcher = outputs.Fetcher(self.store, journal, self.clock,
                                        datadir.of_jobs(jobs_dir), job_id)
         self.runner.watch(self.fetcher.ended)
-        self.checkpoints = runner_mod.AgentCheckpoints(self.store)
+        self.checkpoints = runner_mod.AgentCheckpoints(self.runner.reader)
         self.scheduler = scheduler_mod.Scheduler(
             plan, self.clock, self.cloud, self.runner, self.checkpoints,
             journal, drop_at_mtt=True, watch_hangs=True)
@@ -323,7 +322,6 @@ def _adopt(ctx, job):
     created, intents = _owned(records)
     gone, active, deleting, errored = set(), set(), set(), set()
     started, finished = {}, set()
-    attempts = collections.Counter()
     for r in records:
         ev = r['event']
         if ev == 'task_finish':
@@ -338,7 +336,8 @@ def _adopt(ctx, job):
             deleting.add(r['server'])
         elif ev == 'task_start':
             started[(r['task'], r['server'])] = r['t']
-            attempts[r['task']] += 1
+            ctx.runner.started(r['task'], scheduler_mod.server_name(
+                job, created[r['server']]['key']))
     cloud, runner = ctx.cloud, ctx.runner
     for sid in sorted((deleting | errored) & created.keys()):
         # Deleted, or about to be, when the client died: again, as the
@@ -354,27 +353,34 @@ def _adopt(ctx, job):
                 {'t': now, 'event': 'server_delete', 'server': sid,
                  'reason': 'resumed delete'})
             gone.add(sid)
-    for sid, key in cloud.orphans(intents, created):
-        cloud.adopt(sid, scheduler_mod.server_name(job, key), nova.BUILD)
+    # An intent's key is the server's name (scheduler_mod.server_name).
+    for sid, name in cloud.orphans(intents, created):
+        cloud.adopt(sid, name, nova.BUILD)
         cloud.delete_server(sid)
         ctx.journal.append({'t': now, 'event': 'orphan_delete',
                             'server': sid})
-    runner.attempts.update(attempts)
-    _queue_unfetched(ctx.fetcher, records, runner.results(), job)
+        # Its runs went unjournalled: any of its results is of a run
+        # assigned.
+        runner.unjournalled(name)
+    live = {sid: r for sid, r in created.items() if sid not in gone}
+    for sid, r in live.items():
+        cloud.adopt(sid, scheduler_mod.server_name(job, r['key']),
+                    nova.ACTIVE if sid in active else nova.BUILD)
+    # Before the results are read: an assignment is journalled after it
+    # is written.
+    assigned = {sid: runner.adopt(sid) for sid in live}
+    committed = runner.results()
+    _queue_unfetched(ctx.fetcher, records, committed, job)
     ctx.scheduler.hangs.count.update(
         r['task'] for r in records if r['event'] == 'task_hung')
     # A task failed for hanging has no result, and is over all the same.
-    done = runner.results() | {
+    done = committed | {
         r['task'] for r in records
         if r['event'] == 'task_failed' and r.get('reason') == 'hung'}
     _journal_finished_while_away(ctx, created, done - finished, now)
     adopted = []
-    for sid, r in created.items():
-        if sid in gone:
-            continue
-        cloud.adopt(sid, scheduler_mod.server_name(job, r['key']),
-                    nova.ACTIVE if sid in active else nova.BUILD)
-        tasks = runner.adopt(sid)
+    for sid, r in live.items():
+        tasks = assigned[sid]
         runner.drop(sid, [t for t in tasks if t in done])
         flavor = job.flavors[r['flavor']]
         adopted.append(scheduler_mod.Adopted(

@@ -11,8 +11,19 @@ finds the result already there is a duplicate: journalled and counted,
 never committed twice.  An assignment names the task's input objects
 and its output patterns, so the agent stages the one and uploads the
 other (:mod:`opie.bot.staging`, :mod:`opie.bot.outputs`).
+
+Every task can write any object of the store (its agent's key is on its
+server), so every object read back is checked (:class:`Reader`): one
+that is not what an agent writes (not JSON, keys missing or of the wrong
+kind, over :data:`agent.SMALL_OBJECT` bytes) is journalled once
+(``store_unusable``, its key and why) and read as absent, never a
+traceback that ends the client.  A result counts only if it is of a run
+the client assigned, the task's server and attempt as journalled
+(``task_start``), and a task reported ended only once its result is
+there: no forged object makes the client take a task for done.
 """
 import json
+import math
 import os
 
 from opie.bot import agent
@@ -31,21 +42,109 @@ def user_data(config):
 
 
 def committed(store):
-    """The ids of the tasks whose result is in ``store``."""
+    """The ids of the tasks with an object under ``results/`` (which
+    may be forged: :meth:`AgentRunner.results` checks them)."""
     return {key[len('results/'):-len('.json')]
             for key in store.list('results/')}
+
+
+STATES = ('running', 'finished', 'failed')
+
+
+def _number(value):
+    """A finite number (JSON may hold NaN and Infinity)."""
+    return isinstance(value, (int, float)) and not isinstance(
+        value, bool) and math.isfinite(value)
+
+
+def _count(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _not_dict_of(what, value, wrong):
+    """Why ``value`` is not a dict whose values ``wrong`` finds none
+    wrong with (None if it is)."""
+    if not isinstance(value, dict):
+        return 'is not a dict of %s' % what
+    bad = [k for k, v in value.items() if wrong(v)]
+    return 'its %s %r %s' % (what, bad[0], wrong(value[bad[0]])) \
+        if bad else None
+
+
+def _wrong_report(report):
+    if not isinstance(report, dict):
+        return 'is not a dict'
+    if not _count(report.get('attempt')) or report.get('state') not in \
+            STATES or not _number(report.get('progress')):
+        return 'lacks an attempt, a state or a progress'
+    return None
+
+
+def _wrong_status(status):
+    if not isinstance(status, dict):
+        return 'is not a status'
+    return _not_dict_of('task', status.get('tasks', {}), _wrong_report)
+
+
+def _wrong_assignment(a):
+    if not isinstance(a, dict) or not _count(a.get('attempt')) or \
+            not _number(a.get('start')):
+        return 'lacks an attempt or a start'
+    return None
+
+
+def _wrong_checkpoint(latest):
+    if not isinstance(latest, dict) or not _number(latest.get('fraction')) \
+            or not _count(latest.get('seq')) \
+            or not isinstance(latest.get('server'), str) \
+            or not _number(latest.get('written_at')):
+        return 'is not a checkpoint pointer'
+    return None
+
+
+class Reader:
+    """JSON objects of the store, checked: None if absent or unusable
+    (journalled once per key: a task may vary its forgery every poll)."""
+
+    def __init__(self, store, journal, clock):
+        self.store = store
+        self.journal = journal
+        self.clock = clock
+        self.refused = set()
+
+    def read(self, key, wrong):
+        """The object ``key``, if ``wrong`` finds nothing wrong with it."""
+        try:
+            data = self.store.get(key, agent.SMALL_OBJECT)
+            if data is None:
+                return None
+            value = json.loads(data)
+        except ValueError as exc:     # not JSON, not UTF-8, too large, a link
+            why = str(exc)
+        else:
+            why = wrong(value)
+        if why is None:
+            return value
+        if key not in self.refused:
+            self.refused.add(key)
+            self.journal.append({'t': self.clock.now(),
+                                 'event': 'store_unusable', 'key': key,
+                                 'reason': why})
+        return None
 
 
 class AgentCheckpoints:
     """The read side of the CheckpointStore port: agents write the
     checkpoints, the scheduler only asks for the latest."""
 
-    def __init__(self, store):
-        self.store = store
+    def __init__(self, reader):
+        self.reader = reader
+
+    def _latest(self, key):
+        return self.reader.read(key, _wrong_checkpoint)
 
     def latest(self, task_id):
-        latest = agent.read_json(self.store,
-                                 'checkpoints/%s/latest.json' % task_id)
+        latest = self._latest('checkpoints/%s/latest.json' % task_id)
         if latest is None:
             return None
         return ports.Checkpoint(task_id, latest['fraction'],
@@ -53,8 +152,8 @@ class AgentCheckpoints:
 
     def taken(self):
         """Checkpoints written so far, all tasks."""
-        return sum(agent.read_json(self.store, key)['seq']
-                   for key in self.store.list('checkpoints/')
+        return sum((self._latest(key) or {'seq': 0})['seq']
+                   for key in self.reader.store.list('checkpoints/')
                    if key.endswith('/latest.json'))
 
 
@@ -69,8 +168,10 @@ class AgentRunner(ports.Runner):
         self.assigned = {}          # server id -> {task: assignment}
         self.status = {}            # server id -> {task: report}
         self.attempts = {}
-        self.committed = set()
+        self.runs = {}              # task -> {attempt: server name}
+        self.unjournalled_servers = set()
         self.files = {}             # task -> its inputs and outputs
+        self.reader = Reader(store, journal, clock)
         self._listeners = []
 
     # -- the port ---------------------------------------------------------
@@ -83,7 +184,7 @@ class AgentRunner(ports.Runner):
 
     def poll(self, server_id, task_id):
         report = self.status.get(server_id, {}).get(task_id)
-        progress = report['progress'] if report else \
+        progress = report['progress'] if report is not None else \
             self.assigned[server_id][task_id]['start']
         return ports.TaskStatus(running=True, progress=progress)
 
@@ -96,8 +197,18 @@ class AgentRunner(ports.Runner):
 
     # -- assignments ------------------------------------------------------
 
-    def _assign(self, server_id, task_id, run):
+    def started(self, task_id, server):
+        """A run of ``task_id`` on the server named ``server``, the next
+        attempt (as assigned, or as the journal shows on resume)."""
         self.attempts[task_id] = self.attempts.get(task_id, 0) + 1
+        self.runs.setdefault(task_id, {})[self.attempts[task_id]] = server
+
+    def unjournalled(self, server):
+        """The server named ``server`` ran what the journal lost."""
+        self.unjournalled_servers.add(server)
+
+    def _assign(self, server_id, task_id, run):
+        self.started(task_id, self.names(server_id))
         offsets = [t / self.speed for t in run.checkpoint_times]
         self.assigned.setdefault(server_id, {})[task_id] = {
             'attempt': self.attempts[task_id],
@@ -123,26 +234,44 @@ class AgentRunner(ports.Runner):
     # -- polling ----------------------------------------------------------
 
     def results(self):
-        """Task ids whose result is committed."""
-        return committed(self.store)
+        """Task ids whose result is committed by a run the client
+        assigned."""
+        return {task_id for task_id in committed(self.store)
+                if self.result(task_id) is not None}
 
     def result(self, task_id):
-        """The committed result of ``task_id``, or None."""
-        return agent.read_json(self.store, 'results/%s.json' % task_id)
+        """The committed result of ``task_id``, or None (also if it is
+        no result of a run the client assigned)."""
+        def wrong(result):
+            if not isinstance(result, dict):
+                return 'is not a result'
+            runs = self.runs.get(task_id, {})
+            attempt = result.get('attempt')
+            server = result.get('server')
+            if not _count(attempt) or not isinstance(server, str) or (
+                    runs.get(attempt) != server
+                    and server not in self.unjournalled_servers):
+                return 'is of no run assigned (server %r, attempt %r)' % (
+                    result.get('server'), attempt)
+            return None
+        return self.reader.read('results/%s.json' % task_id, wrong)
 
     def poll_all(self):
-        """Read the status of every server running tasks; report ends."""
+        """Read the status of every server running tasks; report ends
+        (of a task whose result is there)."""
         for server_id, tasks in list(self.assigned.items()):
             if not tasks:
                 continue
-            status = agent.read_json(
-                self.store, 'servers/%s/status.json' % self.names(server_id))
+            status = self.reader.read(
+                'servers/%s/status.json' % self.names(server_id),
+                _wrong_status)
             reports = (status or {}).get('tasks', {})
             self.status[server_id] = reports
             for task_id, a in list(tasks.items()):
                 report = reports.get(task_id)
                 if report is None or report['attempt'] != a['attempt'] \
-                        or report['state'] == 'running':
+                        or report['state'] == 'running' \
+                        or self.result(task_id) is None:
                     continue
                 self._ended(server_id, task_id, report)
         self._already_committed()
@@ -164,10 +293,12 @@ class AgentRunner(ports.Runner):
         """Assigned tasks whose result another run committed."""
         if not any(self.assigned.values()):
             return
-        done = self.results()
+        listed = committed(self.store)
         for server_id, tasks in list(self.assigned.items()):
-            for task_id in [t for t in tasks if t in done]:
+            for task_id in [t for t in tasks if t in listed]:
                 result = self.result(task_id)
+                if result is None:
+                    continue      # forged, or of no run assigned
                 if result['server'] == self.names(server_id) and \
                         result['attempt'] == tasks[task_id]['attempt']:
                     continue      # its own end: the next poll reports it
@@ -193,13 +324,16 @@ class AgentRunner(ports.Runner):
 
     def adopt(self, server_id):
         """Take back a live server's assignment from the store; its tasks."""
-        tasks = agent.read_json(
-            self.store, 'servers/%s/assign.json' % self.names(server_id)) \
+        tasks = self.reader.read(
+            'servers/%s/assign.json' % self.names(server_id),
+            lambda value: _not_dict_of('task', value, _wrong_assignment)) \
             or {}
         self.assigned[server_id] = tasks
         for task_id, a in tasks.items():
             self.attempts[task_id] = max(self.attempts.get(task_id, 0),
                                          a['attempt'])
+            self.runs.setdefault(task_id, {})[a['attempt']] = \
+                self.names(server_id)
         return tasks
 
     def drop(self, server_id, task_ids):

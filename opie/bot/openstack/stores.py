@@ -53,12 +53,15 @@ class SwiftStore:
                 'url': self.swift.get_endpoint().rstrip('/') + '/'
                 + urllib.parse.quote(self.container, safe='')}
 
-    def get(self, key):
-        resp = self.swift.get(self._url(key), raise_exc=False)
-        if resp.status_code == 404:
-            return None
-        resp.raise_for_status()
-        return resp.content
+    def get(self, key, limit=None):
+        """The object ``key``, or None; ValueError if it holds more than
+        ``limit`` bytes (streamed: no more than that is read)."""
+        resp = self.swift.get(self._url(key), raise_exc=False, stream=True)
+        with resp:
+            if resp.status_code == 404:
+                return None
+            resp.raise_for_status()
+            return agent.capped(resp.raw, key, limit)
 
     def put(self, key, data):
         self.swift.put(self._url(key), data=data)

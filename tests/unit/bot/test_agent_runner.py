@@ -61,8 +61,10 @@ def test_finished_report_ends_the_task_once(tmp_path):
 
 def test_duplicate_run_is_journalled(tmp_path):
     store, journal, runner, events = make(tmp_path)
+    runner.start('s0', 't1', RUN)
     runner.start('s1', 't1', RUN)
-    finish(store, 'name-s1', 't1', 1, committed=False)
+    finish(store, 'name-s1', 't1', 2, committed=False)
+    store.create('results/t1.json', b'{"server": "name-s0", "attempt": 1}')
 
     runner.poll_all()
 
@@ -72,7 +74,9 @@ def test_duplicate_run_is_journalled(tmp_path):
 
 def test_task_committed_elsewhere_is_not_run_again(tmp_path):
     store, journal, runner, events = make(tmp_path)
-    store.create('results/t2.json', b'{"server": "name-old", "attempt": 1}')
+    runner.start('s0', 't2', RUN)
+    runner.server_event(ports.ServerEvent(ports.TERMINATED, 's0'))
+    store.create('results/t2.json', b'{"server": "name-s0", "attempt": 1}')
     runner.start('s1', 't2', RUN)
 
     runner.poll_all()

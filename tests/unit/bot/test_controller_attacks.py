@@ -102,11 +102,11 @@ def test_one_failed_store_read_does_not_kill_the_controller(tenant):
     get = agent.DirStore.get
     failed = []
 
-    def flaky(self, key):
+    def flaky(self, key, limit=None):
         if key == controller.CANCEL_KEY and not failed:
             failed.append(key)
             raise OSError(5, 'Input/output error')
-        return get(self, key)
+        return get(self, key, limit)
     tenant.monkeypatch.setattr(agent.DirStore, 'get', flaky)
 
     assert tenant.serve() == 'ended'

@@ -72,3 +72,17 @@ def test_bad_store_urls_say_what_to_give(conn):
         stores.open_store('file://relative', 'j', conn, create=True)
     with pytest.raises(stores.StoreError, match='HTTP 404'):
         stores.open_store('swift', 'j-none', conn, create=False)
+
+
+def test_an_object_over_the_cap_is_not_read_whole(swift, conn):
+    # A task may put an object of any size in its job's container: no
+    # more than the cap (and a byte) is read, by the client or an agent.
+    client, spec = stores.open_store('swift', 'j-1', conn, create=True)
+    worker = agent.open_store(spec)
+    client.put('results/t1.json', b'x' * 11)
+
+    for store in (client, worker):
+        assert store.get('results/t1.json', 11) == b'x' * 11
+        with pytest.raises(ValueError, match='larger than 10 bytes'):
+            store.get('results/t1.json', 10)
+        assert store.get('missing', 10) is None

@@ -73,8 +73,12 @@ class DictStore:
     def __init__(self):
         self.objects = {}
 
-    def get(self, key):
-        return self.objects.get(key)
+    def get(self, key, limit=None):
+        data = self.objects.get(key)
+        if data is not None and limit is not None and len(data) > limit:
+            raise ValueError('object %s is larger than %d bytes'
+                             % (key, limit))
+        return data
 
     def put(self, key, data):
         self.objects[key] = data
@@ -193,8 +197,8 @@ class CountingStore(agent.DirStore):
     """A file store that remembers the largest object it handed out."""
     largest = 0
 
-    def get(self, key):
-        data = super().get(key)
+    def get(self, key, limit=None):
+        data = super().get(key, limit)
         CountingStore.largest = max(CountingStore.largest, len(data or b''))
         return data
 
