@@ -6,6 +6,16 @@ import sqlite3
 from opie.bot import cli
 from tests.unit.bot import fake_nova
 
+# The one flavor of the fake cloud (fake_nova.install), in a job file.
+SMALL_FLAVOR = """\
+flavors:
+  small:
+    vcpus: 2
+    ram_gb: 2
+    gflops: 20
+    price_h: {preemptible: 0.03, normal: 0.1}
+"""
+
 
 class Tenant:
     """One tenant's data directory, job file and cloud."""

@@ -5,18 +5,14 @@ import socket
 import yaml
 
 from opie.bot import cli
+from tests.unit.bot import tenant
 
 
 # A job whose inputs exist (those of the examples are not shipped):
 # these tests are about the cloud.
 JOB = """\
 job: {name: tiny, deadline_s: 3600}
-flavors:
-  small:
-    vcpus: 2
-    ram_gb: 2
-    gflops: 20
-    price_h: {preemptible: 0.03, normal: 0.1}
+""" + tenant.SMALL_FLAVOR + """\
 tasks:
   - {id: t1, command: "true", runtime_s: 600}
 """

@@ -14,12 +14,7 @@ job:
   name: tiny
   deadline_s: %(deadline)s
 %(policy)s
-flavors:
-  small:
-    vcpus: 2
-    ram_gb: 2
-    gflops: 20
-    price_h: {preemptible: 0.03, normal: 0.1}
+""" + tenant_mod.SMALL_FLAVOR + """\
 tasks:
   - {id: t1, command: "true", runtime_s: 600}
   - {id: t2, command: "true", runtime_s: 600}

@@ -35,17 +35,12 @@ for i in range(%(lines)d):
 print('to stderr', file=sys.stderr)
 ''' % {'input': IN_NAME, 'output': OUT_NAME, 'lines': LINES}
 
-JOB = """\
+JOB = ("""\
 job:
   name: io
   deadline_s: %%(deadline)s
 %%(policy)s
-flavors:
-  small:
-    vcpus: 2
-    ram_gb: 2
-    gflops: 20
-    price_h: {preemptible: 0.03, normal: 0.1}
+""" + tenant_mod.SMALL_FLAVOR + """\
 tasks:
   - id: "%(task)s"
     command: "%(python)s task.py"
@@ -57,7 +52,7 @@ tasks:
     inputs: [task.py, "%(input)s"]
     outputs: ["out/**"]
     runtime_s: 600
-""" % {'task': TASK, 'python': sys.executable, 'input': IN_NAME}
+""") % {'task': TASK, 'python': sys.executable, 'input': IN_NAME}
 
 
 def prepare(t):

@@ -2,7 +2,9 @@
 one line) and the lines it prints for what it does and what it leaves."""
 import datetime
 import json
+import os
 import re
+import threading
 import types
 
 from keystoneauth1 import exceptions as ks_exceptions
@@ -507,8 +509,6 @@ def test_a_heartbeat_fifo_is_refused_without_reading_it(fake, capsys,
                                                         tmp_path):
     # Opening a FIFO for reading waits for a writer, reading it waits for
     # the writer to close: not a heartbeat file, and never read.
-    import os
-    import threading
     fake.add_node('host-A')
     fifo = tmp_path / 'heartbeat'
     os.mkfifo(fifo)
