@@ -17,10 +17,8 @@ from tests.integration import lab
 
 
 def _heartbeats():
-    paths = [lab.LAB.data / 'nova' / 'opie-scheduler.heartbeat']
-    paths += [lab.LAB.data / 'nova' / ('opie-heartbeat-%d.json' % index)
-              for index in range(2, lab.settings.SCHEDULERS + 1)]
-    return [heartbeat.read(str(path)) or {} for path in paths]
+    return [heartbeat.read(str(path)) or {}
+            for path in lab.heartbeat_paths()]
 
 
 def _schedulers_in(mode):
