@@ -51,10 +51,12 @@ def test_a_reused_pid_is_not_the_lab_s(lab):
 
 
 def test_recorded_in_start_order(lab):
-    for name in ('b-first', 'a-second'):
-        process.start(lab, name, ['sleep', '300'])
-    # Until exec, a child's command line is its parent's.
-    time.sleep(0.5)
+    procs = {name: process.start(lab, name, ['sleep', '300'])
+             for name in ('b-first', 'a-second')}
+    # Until exec, a child's command line is its parent's: wait for both
+    # execs, decided from what the processes show, not from a pause.
+    process.wait(lab, procs, lambda: len(process.recorded(lab)) == 2,
+                 timeout=60)
     assert list(process.recorded(lab)) == ['b-first', 'a-second']
 
 
