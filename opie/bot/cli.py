@@ -13,14 +13,13 @@ Exit codes: 0 done (deadline met), 1 deadline missed (or not finished),
 lacks something (credentials, endpoint, flavor, image, store), reported
 in one line per problem, never as a traceback.
 """
-import argparse
 import contextlib
 import json
-import math
 import os
 import sys
 import time
 
+from opie import arguments
 from opie import oneline
 from opie.bot import datadir
 from opie.bot import html
@@ -566,13 +565,12 @@ def cmd_watch(args):
 def _watch_parser(sub):
     sp = sub.add_parser('watch', help="a job's status until it ends")
     sp.add_argument('job_id')
-    sp.add_argument('--interval', type=_interval,
+    sp.add_argument('--interval', type=INTERVAL,
                     default=watch.DEFAULT_INTERVAL, metavar='SECONDS',
                     help='wall seconds between looks (default %g)'
                     % watch.DEFAULT_INTERVAL)
-    sp.add_argument('--count', type=lambda text: _number(
-        text, 1, schema.MAX_COUNT, kind=int), metavar='N',
-        help='stop after N looks')
+    sp.add_argument('--count', type=ONE_OR_MORE, metavar='N',
+                    help='stop after N looks')
     _data_dir_option(sp)
     sp.set_defaults(func=cmd_watch)
 
@@ -581,11 +579,9 @@ def _logs_parser(sub):
     sp = sub.add_parser('logs', help="a task's whole output, so far")
     sp.add_argument('job_id')
     sp.add_argument('task_id')
-    sp.add_argument('--tail', type=lambda text: _number(
-        text, 0, MAX_OPTION, kind=int), metavar='N',
-        help='only the last N lines')
-    sp.add_argument('--os-cloud', metavar='NAME',
-                    help='override the cloud the job was started on')
+    sp.add_argument('--tail', type=arguments.whole_number(0, MAX_OPTION),
+                    metavar='N', help='only the last N lines')
+    _job_cloud_option(sp)
     _data_dir_option(sp)
     sp.set_defaults(func=cmd_logs)
 
@@ -626,16 +622,22 @@ def cmd_sim(args):
 
 
 def _limit_options(parser):
-    parser.add_argument('--normal-limit', type=_count, metavar='N',
+    parser.add_argument('--normal-limit', type=COUNT, metavar='N',
                         help='replace every flavor\'s normal limit')
-    parser.add_argument('--max-normal', metavar='N', type=lambda text:
-                        _number(text, 1, schema.MAX_COUNT, kind=int),
+    parser.add_argument('--max-normal', type=ONE_OR_MORE, metavar='N',
                         help='with --normal-limit: the total normal limit')
 
 
 REPORT_SUFFIXES = ('.json', '.html')
 # Far beyond any sensible poll interval, speed or expected preemptions.
 MAX_OPTION = 1e6
+POSITIVE = arguments.finite_number(0, MAX_OPTION, minimum_included=False)
+NON_NEGATIVE = arguments.finite_number(0, MAX_OPTION)
+# At least a second: a job of 30 days then prints 2.6 million lines at
+# most, not an endless stream.
+INTERVAL = arguments.finite_number(1, MAX_OPTION)
+COUNT = arguments.whole_number(0, schema.MAX_COUNT)
+ONE_OR_MORE = arguments.whole_number(1, schema.MAX_COUNT)
 # run's options of the openstack backend: (option, attribute).
 CLOUD_OPTIONS = (('--os-cloud', 'os_cloud'), ('--image', 'image'),
                  ('--network', 'network'), ('--store', 'store'),
@@ -645,53 +647,11 @@ CLOUD_OPTIONS = (('--os-cloud', 'os_cloud'), ('--image', 'image'),
                  ('--controller-flavor', 'controller_flavor'))
 
 
-def _shown(bound):
-    """A bound as written: 1000000, not 1000000.0."""
-    return '%d' % bound if float(bound).is_integer() else repr(bound)
-
-
-def _number(text, low, high, kind=float, low_included=True):
-    """An option's value as ``kind`` within [low, high] (or (low, high]),
-    finite, or an error naming it."""
-    try:
-        value = kind(text)
-    except ValueError:
-        value = None
-    if value is None or not (math.isfinite(value) and value <= high
-                             and (value >= low if low_included
-                                  else value > low)):
-        raise argparse.ArgumentTypeError('%r is not a number in %s%s, %s]'
-                                         % (text, '[' if low_included
-                                            else '(', _shown(low),
-                                            _shown(high)))
-    return value
-
-
-def _positive(text):
-    return _number(text, 0, MAX_OPTION, low_included=False)
-
-
-def _non_negative(text):
-    return _number(text, 0, MAX_OPTION)
-
-
-def _interval(text):
-    # At least a second: a job of 30 days then prints 2.6 million lines
-    # at most, not an endless stream.
-    return _number(text, 1, MAX_OPTION)
-
-
-def _count(text):
-    return _number(text, 0, schema.MAX_COUNT, kind=int)
-
-
 def _cloud_options(parser):
     # No defaults here: an option given without --backend openstack is
     # an error, and live.Settings holds the defaults.
     group = parser.add_argument_group('openstack backend')
-    group.add_argument('--os-cloud', metavar='NAME',
-                       help='cloud of clouds.yaml (default: $OS_CLOUD, '
-                       'else the OS_* variables)')
+    arguments.add_os_cloud(group)
     group.add_argument('--image',
                        help='image name or id with python3 and cloud-init '
                        '(default cirros)')
@@ -700,14 +660,14 @@ def _cloud_options(parser):
     group.add_argument('--store',
                        help='swift (default), or file:///PATH shared with '
                        'the servers')
-    group.add_argument('--speed', type=_positive,
+    group.add_argument('--speed', type=POSITIVE,
                        help='job seconds per wall second (demo clouds; '
                        'default 1)')
-    group.add_argument('--poll', type=_positive, metavar='SECONDS',
+    group.add_argument('--poll', type=POSITIVE, metavar='SECONDS',
                        help='wall seconds between polls (default 5)')
-    group.add_argument('--agent-poll', type=_positive, metavar='SECONDS',
+    group.add_argument('--agent-poll', type=POSITIVE, metavar='SECONDS',
                        help='wall seconds between agent polls (default 5)')
-    group.add_argument('--retries', type=_count,
+    group.add_argument('--retries', type=COUNT,
                        help='reruns of a task whose command fails '
                        '(default 0)')
     group.add_argument('--controller', action='store_const', const=True,
@@ -716,6 +676,12 @@ def _cloud_options(parser):
     group.add_argument('--controller-flavor', metavar='FLAVOR',
                        help="the controller's normal flavor (default: the "
                        "job's smallest)")
+
+
+def _job_cloud_option(parser):
+    # resume, cancel, logs and outputs: the job's journal names its cloud.
+    arguments.add_os_cloud(parser, help='override the cloud the job was '
+                           'started on')
 
 
 def _data_dir_option(parser):
@@ -748,16 +714,16 @@ def parser():
                        help='preemption scenario of HADS Table 8')
     group.add_argument('--trace', metavar='CSV',
                        help='replay preemptions (time_s,flavor,event)')
-    sp.add_argument('--kh', type=_non_negative, default=0.0,
+    sp.add_argument('--kh', type=NON_NEGATIVE, default=0.0,
                     help='expected preemptions per flavor over D')
-    sp.add_argument('--kr', type=_non_negative, default=0.0,
+    sp.add_argument('--kr', type=NON_NEGATIVE, default=0.0,
                     help='expected resumes per flavor over D')
-    sp.add_argument('--seed', type=int, default=0)
+    sp.add_argument('--seed', type=arguments.whole_number(), default=0)
     sp.add_argument('--mode', choices=preemption.MODES,
                     default=preemption.HIBERNATE)
     sp.add_argument('--report-dir', metavar='DIR',
                     help='where the report goes (default: DATA_DIR/reports)')
-    sp.add_argument('--progress-every', type=_interval, default=120.0,
+    sp.add_argument('--progress-every', type=INTERVAL, default=120.0,
                     metavar='SECONDS', help='simulated seconds per line')
     sp.add_argument('--quiet', action='store_true')
     _format_option(sp)
@@ -777,9 +743,7 @@ def parser():
         if name in ('status', 'resume'):
             _format_option(sp)
         if name != 'status':
-            sp.add_argument('--os-cloud', metavar='NAME',
-                            help='override the cloud the job was started '
-                            'on')
+            _job_cloud_option(sp)
         if name == 'cancel':
             sp.add_argument('--delete-results', action='store_true',
                             help='delete the committed results too '
@@ -788,7 +752,7 @@ def parser():
             sp.add_argument('--report-dir', metavar='DIR',
                             help='where the report goes (default: '
                             'DATA_DIR/reports)')
-            sp.add_argument('--progress-every', type=_interval,
+            sp.add_argument('--progress-every', type=INTERVAL,
                             default=120.0, metavar='SECONDS')
             sp.add_argument('--quiet', action='store_true')
         sp.set_defaults(func=func)
@@ -799,8 +763,7 @@ def parser():
     sp = sub.add_parser('outputs', help="fetch the tasks' outputs (again) "
                         'into the data directory')
     sp.add_argument('job_id')
-    sp.add_argument('--os-cloud', metavar='NAME',
-                    help='override the cloud the job was started on')
+    _job_cloud_option(sp)
     _data_dir_option(sp)
     sp.set_defaults(func=cmd_outputs)
 
@@ -811,7 +774,7 @@ def parser():
 
     sp = sub.add_parser('demo', help='a job on an in-process OpenStack '
                         'cloud with the OPIE scheduler, preempted')
-    sp.add_argument('--speed', type=_positive, default=30.0,
+    sp.add_argument('--speed', type=POSITIVE, default=30.0,
                     help='job seconds per wall second')
     sp.add_argument('--workdir', help='keep the demo\'s files here')
     sp.set_defaults(func=cmd_demo)
@@ -819,8 +782,7 @@ def parser():
     sp = sub.add_parser('sim', help='statistics over scenarios and seeds')
     sp.add_argument('job')
     sp.add_argument('--scenarios', default='sc1..sc7')
-    sp.add_argument('--seeds', type=lambda text: _number(
-        text, 1, schema.MAX_COUNT, kind=int), default=10)
+    sp.add_argument('--seeds', type=ONE_OR_MORE, default=10)
     sp.add_argument('--mode', choices=preemption.MODES,
                     default=preemption.HIBERNATE)
     _format_option(sp)

@@ -19,10 +19,10 @@ import dataclasses
 import datetime
 import json
 
-from opie.cmd import arguments
 from opie.cmd import audit_conf
 from opie.cmd import errors
 from opie.cmd import nova_conf
+from opie.cmd import options
 
 EXIT_PROBLEMS = 1
 ROLES = {'all': (audit_conf.SCHEDULER, audit_conf.COMPUTE),
@@ -37,7 +37,7 @@ def register(subparsers):
         'cloud (--cloud) for what OPIE needs; print each problem with how '
         'to fix it. Exit codes: 0 nothing wrong, 1 problems found, 2 bad '
         'input.')
-    arguments.add_nova_conf_arguments(parser, 'the host\'s')
+    options.add_nova_conf_arguments(parser, 'the host\'s')
     parser.add_argument('--role', choices=sorted(ROLES), default='all',
                         help='what the host of --config-file runs: '
                         'scheduler checks filters, weighers, [opie] and '
@@ -49,7 +49,7 @@ def register(subparsers):
     parser.add_argument('--cloud', action='store_true',
                         help='check flavors and compute nodes through the '
                         'APIs (implied by --os-cloud)')
-    arguments.add_cloud_arguments(parser)
+    options.add_cloud_arguments(parser)
     parser.set_defaults(func=command)
 
 

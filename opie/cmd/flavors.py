@@ -22,8 +22,8 @@ a normal one, and ``opie-manage audit --cloud`` names this command. Nova
 keeps a copy of the flavor in each server: servers started before the fix
 stay normal ones until resized.
 """
-from opie.cmd import arguments
 from opie.cmd import errors
+from opie.cmd import options
 from opie.core import flavor_spec
 from opie.core import preemptible as rc
 
@@ -48,7 +48,7 @@ def register(subparsers):
     create.add_argument('--description',
                         help='description of the new flavor (default: '
                         'that of the normal one)')
-    arguments.add_cloud_arguments(create)
+    options.add_cloud_arguments(create)
     create.set_defaults(func=create_command)
     fix = actions.add_parser(
         'set-preemptible',
@@ -59,7 +59,7 @@ def register(subparsers):
         'unchanged.' % rc.PREEMPTIBLE_SPEC)
     fix.add_argument('flavor', metavar='FLAVOR',
                      help='name or id of the flavor marked preemptible')
-    arguments.add_cloud_arguments(fix)
+    options.add_cloud_arguments(fix)
     fix.set_defaults(func=set_command)
 
 

@@ -15,9 +15,9 @@ import json
 import os
 import sys
 
+from opie import arguments
 from opie import oneline
 from opie import version as opie_version
-from opie.cmd import arguments
 from opie.cmd import audit
 from opie.cmd import errors
 from opie.cmd import flavors as flavor_cmd
@@ -64,7 +64,7 @@ def _plan_parser(subparsers):
     plan.add_argument('--cost', default='period', metavar='SPEC',
                       help='cost plugins with multipliers, e.g. "period" or '
                       '"period=1,count=60" (default: period)')
-    plan.add_argument('--period-seconds', type=arguments.finite_number,
+    plan.add_argument('--period-seconds', type=arguments.finite_number(),
                       default=costs.DEFAULT_PERIOD_SECONDS, metavar='S',
                       help='billing period of the period cost (default '
                       '3600)')

@@ -20,10 +20,11 @@ Regenerate the file and restart nova-compute whenever they change;
 import os
 import sys
 
-from opie.cmd import arguments
+from opie import arguments
 from opie.cmd import errors
 from opie.cmd import files
 from opie.cmd import nova_conf
+from opie.cmd import options
 from opie.core import preemptible as rc
 from opie.core import provider_config
 from opie.core import resources as res
@@ -71,7 +72,7 @@ def register(subparsers):
         'provider_config_location and restart nova-compute. Capacity is '
         'detected unless given; allocation ratios and reserved amounts '
         'come from nova.conf.')
-    arguments.add_nova_conf_arguments(parser, "the compute's")
+    options.add_nova_conf_arguments(parser, "the compute's")
     for option, what in (('--vcpus', 'CPUs'), ('--memory-mb', 'RAM in MB'),
                          ('--disk-gb', 'instance disk in GB')):
         parser.add_argument(option, metavar='N',

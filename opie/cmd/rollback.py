@@ -47,11 +47,12 @@ import time
 
 from oslo_config import cfg
 
+from opie import arguments
 from opie import oneline
-from opie.cmd import arguments
 from opie.cmd import errors
 from opie.cmd import nova_conf
 from opie.cmd import nova_conf_command
+from opie.cmd import options
 from opie.core import preemptible as rc
 from opie.nova import heartbeat
 from opie.nova import lease
@@ -107,7 +108,7 @@ def register(subparsers):
                         help="that service's --config-dir (nova.conf.d)")
     parser.add_argument('--dry-run', action='store_true',
                         help='change nothing, say what would be done')
-    arguments.add_cloud_arguments(parser)
+    options.add_cloud_arguments(parser)
     parser.set_defaults(func=command)
 
 

@@ -28,7 +28,7 @@ preempt a preemptible its owner locked).
 import datetime
 import json
 
-from opie.cmd import arguments
+from opie.cmd import options
 from opie.core import preemptible as rc
 from opie.core import snapshot
 
@@ -41,7 +41,7 @@ def register(subparsers):
         'snapshot that "opie-manage plan --snapshot" reads.')
     parser.add_argument('--output', metavar='FILE',
                         help='write here instead of to standard output')
-    arguments.add_cloud_arguments(parser)
+    options.add_cloud_arguments(parser)
     parser.set_defaults(func=snapshot_command)
 
 

@@ -7,7 +7,6 @@ recorded, the servers' guest processes included; ``status`` lists them.
 Exit codes: 0 done, 1 the lab failed (the message says why), 3 this
 machine cannot run the lab (no root to install its servers, ports taken).
 """
-import argparse
 from concurrent import futures
 import functools
 import os
@@ -16,6 +15,8 @@ import subprocess
 import sys
 import time
 
+from opie import arguments
+from opie import oneline
 from opie.lab import configs
 from opie.lab import process
 from opie.lab import servers
@@ -293,18 +294,16 @@ def status(lab):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = oneline.ArgumentParser(
         prog='opie-lab', description=__doc__.split('\n\n')[0])
     sub = parser.add_subparsers(dest='command', required=True)
     start = sub.add_parser('up', help='build and start the lab')
-    start.add_argument('--computes', type=int,
+    start.add_argument('--computes', type=arguments.whole_number(1),
                        default=settings.DEFAULT_COMPUTES,
                        help='nova-compute processes (default %(default)s)')
     sub.add_parser('down', help='stop what "up" started')
     sub.add_parser('status', help='what runs')
     args = parser.parse_args(argv)
-    if args.command == 'up' and args.computes < 1:
-        parser.error('--computes must be 1 or more')
     lab = settings.Lab.load()
     try:
         if args.command == 'up':

@@ -212,4 +212,5 @@ def test_a_fetch_removes_the_temporary_files_a_kill_left(tmp_path):
 def test_the_tail_bound_is_an_integer(capsys):
     with pytest.raises(SystemExit):
         cli.main(['logs', 'job', 't', '--tail', '2000000'])
-    assert '1000000]' in capsys.readouterr().err
+    assert 'argument --tail: must be <= 1000000, got 2000000' in \
+        capsys.readouterr().err

@@ -88,4 +88,6 @@ def test_up_needs_a_compute(capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(['up', '--computes', '0'])
     assert exit_.value.code == 2
-    assert '--computes must be 1 or more' in capsys.readouterr().err
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == ('opie-lab up: error: argument --computes: must be >= 1, '
+                    'got 0 (see opie-lab up --help)')

@@ -1,33 +1,10 @@
-"""Argument types shared by the ``opie-manage`` subcommands."""
-import argparse
-import math
+"""Option groups of the ``opie-manage`` subcommands.
 
-
-def whole_number(minimum):
-    """An argparse type: a whole number of at least ``minimum``."""
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                'expected a whole number, got %r' % text) from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(
-                'must be >= %d, got %d' % (minimum, value))
-        return value
-    return parse
-
-
-def finite_number(text):
-    """An argparse type: a finite number (float() also takes nan, inf)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(
-            'expected a finite number, got %r' % text)
-    return value
+The nova.conf files a subcommand reads and the cloud it connects to are
+declared the same way by every subcommand that takes them; the option
+types every OPIE command shares are in :mod:`opie.arguments`.
+"""
+from opie import arguments
 
 
 def add_nova_conf_arguments(parser, what):
@@ -50,8 +27,6 @@ def add_cloud_arguments(parser):
     the cloud client libraries for every ``opie-manage`` command.
     """
     group = parser.add_argument_group('cloud connection')
-    group.add_argument('--os-cloud', metavar='NAME',
-                       help='cloud of clouds.yaml (default: $OS_CLOUD, '
-                       'else the OS_* variables)')
+    arguments.add_os_cloud(group)
     group.add_argument('--os-region-name', metavar='REGION',
                        help='region (default: the cloud\'s)')
