@@ -48,7 +48,6 @@ import collections  # noqa: E402
 import copy  # noqa: E402
 import datetime  # noqa: E402
 import gc  # noqa: E402
-import os  # noqa: E402
 import random  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
@@ -72,13 +71,10 @@ from nova.scheduler import manager as nova_manager  # noqa: E402
 from nova.scheduler import utils as scheduler_utils  # noqa: E402
 from placement import db_api as placement_db  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
-
 from opie.core import resources as res  # noqa: E402
 from opie.nova import instance_cache  # noqa: E402
+from opie.testing import cloud  # noqa: E402
 from opie.testing import harness  # noqa: E402
-from tests.functional import base  # noqa: E402
 
 NOVA_WEIGHERS = ['nova.scheduler.weights.all_weighers']
 NODE = res.Resources(32, 65536, 2000)
@@ -122,7 +118,7 @@ class Counter:
         return self.statements['nova api'] + self.statements['nova cell']
 
 
-class ScaleCloud(base.OpieCloud):
+class ScaleCloud(cloud.OpieCloud):
     CAST_AS_CALL = False
     HOSTS = ('scale',)
     DRIVER = ScaleDriver
@@ -327,7 +323,7 @@ def main():
     parser.parse_args(namespace=ARGS)
     if min(ARGS.nodes) < 1 or ARGS.iterations < 1:
         parser.error('--nodes and --iterations must be at least 1')
-    if not base.run_quietly(
+    if not cloud.run_quietly(
             [type('ScaleCloud%d' % n, (ScaleCloud,), {'NODES': n})()
              for n in ARGS.nodes]):
         return 1

@@ -34,7 +34,6 @@ import nova.tests.functional  # noqa: F401 (monkey patching comes first)
 import argparse  # noqa: E402
 import copy  # noqa: E402
 import datetime  # noqa: E402
-import os  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -51,17 +50,14 @@ from nova.scheduler import filters  # noqa: E402
 from nova.scheduler import manager as nova_manager  # noqa: E402
 from nova.scheduler import weights  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
-
 from opie.core import host as core_host  # noqa: E402
 from opie.core import resources as res  # noqa: E402
 from opie.core import scheduling  # noqa: E402
 from opie.nova import hoststate  # noqa: E402
 from opie.nova import operations  # noqa: E402
 from opie.nova import plan as plan_mod  # noqa: E402
+from opie.testing import cloud  # noqa: E402
 from opie.testing import harness  # noqa: E402
-from tests.functional import base  # noqa: E402
 
 NOVA_WEIGHERS = ['nova.scheduler.weights.all_weighers']
 OPIE_WEIGHERS = ['opie.nova.weights.overcommit.OvercommitWeigher',
@@ -77,7 +73,7 @@ def summary(samples):
         statistics.pstdev(samples) * 1000, len(samples))
 
 
-class CloudLatency(base.OpieCloud):
+class CloudLatency(cloud.OpieCloud):
     CAST_AS_CALL = False
 
     def runTest(self):
@@ -203,7 +199,7 @@ class CloudLatency(base.OpieCloud):
         return samples
 
 
-class SyntheticHosts(base.OpieCloud):
+class SyntheticHosts(cloud.OpieCloud):
     """Nova's filter and weigher handlers over synthetic host states."""
     HOSTS = ('host-A',)
 
@@ -318,7 +314,7 @@ def main():
     parser.add_argument('--synthetic-hosts', type=int, default=1000)
     parser.parse_args(namespace=ARGS)
     CloudLatency.HOSTS = tuple('host-%02d' % i for i in range(ARGS.hosts))
-    if not base.run_quietly([CloudLatency(), SyntheticHosts()]):
+    if not cloud.run_quietly([CloudLatency(), SyntheticHosts()]):
         return 1
     report()
     return 0

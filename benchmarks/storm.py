@@ -55,7 +55,6 @@ failed (the message says why), 2 the lab is not up.
 """
 import argparse
 from concurrent import futures
-import os
 import statistics
 import sys
 import time
@@ -64,14 +63,11 @@ import kombu
 from nova.conf import scheduler as nova_scheduler_conf
 from novaclient import client as nova_client
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
-
-from opie.core import preemptible  # noqa: E402
-from opie.lab import cli  # noqa: E402
-from opie.lab import configs  # noqa: E402
-from opie.lab import settings  # noqa: E402
-from tests.integration import lab  # noqa: E402
+from opie.core import preemptible
+from opie.lab import cli
+from opie.lab import configs
+from opie.lab import settings
+from opie.testing import lab
 
 WORKERS = settings.SCHEDULERS * settings.SCHEDULER_WORKERS
 POLL_SECONDS = 0.2

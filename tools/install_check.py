@@ -11,8 +11,8 @@ has), installs the wheel into it without extras, and checks that:
 * none of the test-only packages the demo, the lab and the functional
   tests need (``testtools``, ``oslotest``, ``wsgi_intercept``,
   ``swift``, ``pytest``) was pulled in;
-* the development parts (``opie.testing``, the in-process demo cloud)
-  say what to install instead of failing with a traceback.
+* the development parts (``opie.testing`` and its in-process demo
+  cloud) say what to install instead of failing with a traceback.
 
 Takes a few minutes (Nova's dependencies come from the package index or
 pip's cache). Prints one line per check and exits 1 if any failed.

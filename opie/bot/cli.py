@@ -587,12 +587,15 @@ def _logs_parser(sub):
 
 
 def cmd_demo(args):
-    from opie.bot import democloud
+    # The demo cloud is Nova's test harness, which opie-bot neither needs
+    # nor installs: this is the only place opie.bot names opie.testing,
+    # and only when the demo runs.
+    from opie.testing import democloud
     try:
         cloud = democloud.load()
     except democloud.Unavailable as exc:
         raise InputError('opie-bot demo: %s' % exc) from None
-    from opie.bot.democloud import demo
+    from opie.testing.democloud import demo
     return demo.run(cloud, args)
 
 

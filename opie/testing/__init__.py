@@ -1,6 +1,14 @@
-"""Support for running OPIE on Nova's in-process functional harness.
+"""What OPIE's tests, benchmarks and ``opie-bot demo`` run OPIE on, kept in
+the package so that none of them imports a test module.
 
-Used by OPIE's functional tests, ``benchmarks/scheduler.py`` and
-``opie-bot demo``. Importing it needs Nova and its test packages (the
-``functional`` extra).
+* :mod:`harness`, :mod:`guests` and :mod:`cloud`: Nova + Placement in this
+  process set up for OPIE, for the functional tests and
+  ``benchmarks/scheduler.py`` and ``benchmarks/scale.py``;
+* :mod:`democloud`: that harness with Nova's API on a real port, behind
+  ``opie-bot demo`` and the client's functional tests;
+* :mod:`lab`: the running lab's clients (:mod:`opie.lab`), for the
+  integration tests and ``benchmarks/storm.py``.
+
+None of it is for production: the first three need Nova and its test
+packages (the ``functional`` extra), :mod:`lab` the lab's venv.
 """

@@ -1,6 +1,6 @@
 """``opie-manage audit`` and ``flavor create-preemptible`` on a real cloud.
 
-The in-process cloud of :mod:`tests.functional.base` is set up right, so the
+The in-process cloud of :mod:`opie.testing.cloud` is set up right, so the
 audit passes on it (acceptance of issue 6); each broken setup below is then
 reported with its own message. ``opie-manage`` runs as an operator runs it
 (``manage.main``), reaching the cloud's compute API and Placement over HTTP
@@ -16,9 +16,9 @@ from keystoneauth1 import plugin
 from keystoneauth1 import session as ks_session
 import nova.conf
 
-from opie.cmd import cloud
+from opie.cmd import cloud as cmd_cloud
 from opie.cmd import manage
-from tests.functional import base
+from opie.testing import cloud
 
 CONF = nova.conf.CONF
 OPIE_FILTER = 'opie.nova.filters.PreemptibleFilter'
@@ -79,7 +79,7 @@ def nova_conf_text(changes):
     return '\n'.join(lines) + '\n'
 
 
-class AuditCloud(base.OpieCloud):
+class AuditCloud(cloud.OpieCloud):
 
     def setUp(self):
         super().setUp()
@@ -87,9 +87,9 @@ class AuditCloud(base.OpieCloud):
             {'compute': self.api_fixture.base_url,
              'placement': self.placement_fixture.endpoint},
             self.api_fixture.project_id)
-        conn = cloud.Cloud(ks_session.Session(auth=auth))
+        conn = cmd_cloud.Cloud(ks_session.Session(auth=auth))
         self.useFixture(fixtures.MockPatchObject(
-            cloud, 'connect', return_value=conn))
+            cmd_cloud, 'connect', return_value=conn))
         self.config_dir = self.useFixture(fixtures.TempDir()).path
         if self.MANAGER is not None:
             # What the periodic task of opie-scheduler does (the stock
@@ -165,7 +165,7 @@ class CorrectCloud(AuditCloud):
         self.assertEqual((4, 8000, 80), (twin['vcpus'], twin['ram'],
                                          twin['disk']))
         self.assertEqual(
-            base.preemptible_specs(4, 8000, 80),
+            cloud.preemptible_specs(4, 8000, 80),
             self.extra_specs(twin['id']))
         self.assertEqual(0, self.audit('--cloud')[0])
         server = self._create_server(flavor_id=twin['id'], networks='none')
@@ -252,12 +252,12 @@ class BrokenFlavors(AuditCloud):
         self.assertEqual(0, code)
         self.assertIn('set on flavor marked (id %s), 2 vCPU, 4000 MB RAM, '
                       '40 GB disk:' % flavor_id, out)
-        self.assertEqual(base.preemptible_specs(2, 4000, 40),
+        self.assertEqual(cloud.preemptible_specs(2, 4000, 40),
                          self.extra_specs(flavor_id))
         self.assertEqual(0, self.audit('--cloud')[0])
 
     def test_custom_amount_that_is_not_the_flavor_size(self):
-        specs = base.preemptible_specs(1, 2000, 20)
+        specs = cloud.preemptible_specs(1, 2000, 20)
         specs['resources:CUSTOM_PREEMPTIBLE_MEMORY_MB'] = '1000'
         self._create_flavor(name='cheat', vcpu=1, memory_mb=2000, disk=20,
                             ephemeral=0, extra_spec=specs)
@@ -270,7 +270,7 @@ class BrokenFlavors(AuditCloud):
             "resources:CUSTOM_PREEMPTIBLE_MEMORY_MB is '1000', expected 2000")
 
     def test_custom_classes_without_the_mark(self):
-        specs = base.preemptible_specs(1, 2000, 20)
+        specs = cloud.preemptible_specs(1, 2000, 20)
         del specs['opie:preemptible']
         self._create_flavor(name='unmarked', vcpu=1, memory_mb=2000,
                             disk=20, ephemeral=0, extra_spec=specs)

@@ -7,10 +7,10 @@ class a request asks for, so the free hosts may be the ones cut.
 """
 from nova.scheduler.client import report
 
-from tests.functional import base
+from opie.testing import cloud
 
 
-class TruncatedCandidates(base.OpieCloud):
+class TruncatedCandidates(cloud.OpieCloud):
     """host-A full (two normal and two preemptible medium servers), host-B
     empty; Placement's answer is cut at one host, and host-A comes first,
     both to a normal and to a preemptible request."""
@@ -60,7 +60,7 @@ class TruncatedCandidates(base.OpieCloud):
         self.assert_within_capacity()
 
 
-class Alternates(base.OpieCloud):
+class Alternates(cloud.OpieCloud):
 
     def test_selections_carry_alternates_as_nova_ranks_them(self):
         self.flags(max_attempts=3, group='scheduler')

@@ -5,18 +5,20 @@ Placement charges its servers to the standard classes, where OPIE counts
 normal servers; had the scheduler also listed them as preemptible, their
 room would count twice and a normal request would take an extra victim.
 """
+import fixtures
+
 from opie.core import preemptible
 from opie.nova import flavor_check
-from tests.functional import base
+from opie.testing import cloud
 
 WARNING = 'flavor marked.medium is marked opie:preemptible=true but'
 
 
-class MarkedWithoutOverrides(base.OpieCloud):
+class MarkedWithoutOverrides(cloud.OpieCloud):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(base.fixtures.MockPatchObject(
+        self.useFixture(fixtures.MockPatchObject(
             flavor_check, '_VERDICTS', {}))
         self.marked = self._create_flavor(
             name='marked.medium', vcpu=2, memory_mb=4000, disk=40,

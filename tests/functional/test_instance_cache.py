@@ -18,8 +18,8 @@ from nova import objects
 
 from opie.nova import hoststate
 from opie.nova import instance_cache
+from opie.testing import cloud
 
-from tests.functional import base
 from tests.functional import test_preemption
 
 
@@ -35,7 +35,7 @@ def save(uuid, **fields):
     return mapping.cell_mapping.uuid
 
 
-class InstanceCache(base.OpieCloud):
+class InstanceCache(cloud.OpieCloud):
 
     def setUp(self):
         super().setUp()
@@ -159,7 +159,7 @@ class InstanceCache(base.OpieCloud):
         self.assert_next_victim('A-0')
 
 
-class FirstRead(base.OpieCloud):
+class FirstRead(cloud.OpieCloud):
 
     def test_a_failed_first_read_hides_nothing(self):
         test_preemption.fill_with_preemptibles(self)

@@ -4,7 +4,7 @@ the instances listed there (found by an adversarial review): a
 preemptible's resize left unconfirmed (its migration holds the source),
 a flavor marked preemptible that OPIE counts as normal."""
 from opie.nova import hoststate
-from tests.functional import base
+from opie.testing import cloud
 
 
 def full_reads_of_host_a(test):
@@ -27,7 +27,7 @@ def full_reads_of_host_a(test):
     return per_request
 
 
-class UnconfirmedResize(base.OpieCloud):
+class UnconfirmedResize(cloud.OpieCloud):
     HOSTS = ('host-A', 'host-B')
 
     def test_unconfirmed_resize_source_read_in_full_on_every_request(self):
@@ -51,14 +51,14 @@ class UnconfirmedResize(base.OpieCloud):
         self.assertEqual([], per_request[1] + per_request[2], per_request)
 
 
-class OddPreemptibleFlavor(base.OpieCloud):
+class OddPreemptibleFlavor(cloud.OpieCloud):
     HOSTS = ('host-A', 'host-B')
 
     def test_marked_flavor_with_odd_override_read_in_full_every_request(self):
         # An operator's flavor marked preemptible whose disk override is
         # wrong: OPIE treats it as normal (one warning), yet Placement
         # charges its servers to the CUSTOM_PREEMPTIBLE_* classes.
-        specs = base.preemptible_specs(2, 4000, 40)
+        specs = cloud.preemptible_specs(2, 4000, 40)
         specs['resources:CUSTOM_PREEMPTIBLE_DISK_GB'] = '1'
         odd = self._create_flavor(name='odd', vcpu=2, memory_mb=4000,
                                   disk=40, ephemeral=0, extra_spec=specs)

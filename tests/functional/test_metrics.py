@@ -18,7 +18,7 @@ from nova import context as nova_context
 
 from opie.nova import metrics
 from opie.nova import notify
-from tests.functional import base
+from opie.testing import cloud
 from tests.functional import test_preemption
 
 CONF = nova.conf.CONF
@@ -37,7 +37,7 @@ def read_textfile(path):
                 for s in family.samples}
 
 
-class Metrics(base.OpieCloud):
+class Metrics(cloud.OpieCloud):
 
     def setUp(self):
         super().setUp()

@@ -1,10 +1,10 @@
 """Moves preempt only where ``[opie] preempt_on_move`` allows it."""
 from nova.tests.functional.api import client
 
-from tests.functional import base
+from opie.testing import cloud
 
 
-class ColdMigrate(base.OpieCloud):
+class ColdMigrate(cloud.OpieCloud):
     """host-A: the server to move; host-B: full of preemptibles."""
 
     def setUp(self):

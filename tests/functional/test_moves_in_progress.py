@@ -14,13 +14,13 @@ from oslo_utils import timeutils
 import nova.conf
 from nova import context as nova_context
 
+from opie.testing import cloud
 from opie.testing import harness
-from tests.functional import base
 
 CONF = nova.conf.CONF
 
 
-class MidMove(base.OpieCloud):
+class MidMove(cloud.OpieCloud):
     HOSTS = ('host-A', 'host-B', 'host-C')
 
     def setUp(self):

@@ -10,12 +10,12 @@ from nova import context as nova_context
 from opie.nova import claim
 from opie.nova import give_back
 from opie.nova import notify
-from tests.functional import base
+from opie.testing import cloud
 
 CONF = nova.conf.CONF
 
 
-class MultiCreate(base.OpieCloud):
+class MultiCreate(cloud.OpieCloud):
     """Each host: one normal large server and two medium preemptibles, so
     a large server fits once per host, after two preemptions there."""
 

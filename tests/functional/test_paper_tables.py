@@ -5,10 +5,10 @@ Table 2) with their run times, then the normal request that triggered the
 preemption in the paper. The cost is the partial billing hour (Algorithm
 4); hosts rank by the cost of their cheapest sufficient victim set.
 """
-from tests.functional import base
+from opie.testing import cloud
 
 
-class PaperTable(base.OpieCloud):
+class PaperTable(cloud.OpieCloud):
     HOSTS = ('host-A', 'host-B', 'host-C', 'host-D')
     # host -> [(name, size, preemptible, minutes run)]
     TABLE = {}

@@ -5,7 +5,7 @@ import nova.conf
 from nova.tests.fixtures import glance
 
 from opie.nova import heartbeat
-from tests.functional import base
+from opie.testing import cloud
 
 CONF = nova.conf.CONF
 
@@ -24,7 +24,7 @@ def fill_with_preemptibles(test):
     test.select_destinations.reset_mock()
 
 
-class FullOfPreemptibles(base.OpieCloud):
+class FullOfPreemptibles(cloud.OpieCloud):
 
     def setUp(self):
         super().setUp()
@@ -66,7 +66,7 @@ class FullOfPreemptibles(base.OpieCloud):
         self.assert_within_capacity()
 
 
-class NoPreemptibles(base.OpieCloud):
+class NoPreemptibles(cloud.OpieCloud):
 
     def test_full_cloud_of_normal_servers_gets_no_valid_host(self):
         for host in self.HOSTS:
@@ -81,7 +81,7 @@ class NoPreemptibles(base.OpieCloud):
         self.assertEqual([], self.preempt_notifications())
 
 
-class StockScheduler(base.OpieCloud):
+class StockScheduler(cloud.OpieCloud):
     """The stock SchedulerManager with OPIE's filter: never overcommits,
     never preempts (the filter's verdicts without a plan:
     plugin/test_filter.py)."""
@@ -100,7 +100,7 @@ class StockScheduler(base.OpieCloud):
         self.assert_within_capacity()
 
 
-class Heartbeat(base.OpieCloud):
+class Heartbeat(cloud.OpieCloud):
 
     def test_manager_writes_heartbeat(self):
         self.scheduler.manager._opie_heartbeat(None)
@@ -111,7 +111,7 @@ class Heartbeat(base.OpieCloud):
         self.assertEqual('period=1', beat['settings']['costs'])
 
 
-class EveryRefusalTold(base.OpieCloud):
+class EveryRefusalTold(cloud.OpieCloud):
     """A request that fails says why each host it considered refused it:
     a line per host in the log, a summary in the fault (each reason's
     decision: plugin/test_filter.py)."""

@@ -8,11 +8,11 @@ interleaving: no host over capacity, every victim taken once with one
 ``opie-preempt`` action, and a request fails only when no host can make
 room.
 """
-from tests.functional import base
+from opie.testing import cloud
 from tests.functional import test_preemption
 
 
-class Race(base.OpieCloud):
+class Race(cloud.OpieCloud):
 
     def setUp(self):
         super().setUp()

@@ -16,13 +16,13 @@ from nova import objects
 
 from opie.nova import claim
 from opie.nova import lease
-from tests.functional import base
+from opie.testing import cloud
 from tests.functional import test_preemption
 
 CONF = nova.conf.CONF
 
 
-class Reconciler(base.OpieCloud):
+class Reconciler(cloud.OpieCloud):
 
     def setUp(self):
         super().setUp()
@@ -230,7 +230,7 @@ class Reconciler(base.OpieCloud):
         self.useFixture(fixtures.MockPatchObject(obj, name, value))
 
 
-class ForcedMoves(base.OpieCloud):
+class ForcedMoves(cloud.OpieCloud):
     """A move an admin forces to a host bypasses the scheduler: Placement
     takes it where h_n has room, whatever h_f says. The compute node
     record's allocation ratio may differ from Placement's (ratios managed
@@ -291,7 +291,7 @@ class ForcedMoves(base.OpieCloud):
         self.assert_repaired()
 
 
-class Lease(base.OpieCloud):
+class Lease(cloud.OpieCloud):
     """Two scheduler processes (any hosts, any workers): one reconciles."""
 
     def setUp(self):
@@ -357,7 +357,7 @@ class Lease(base.OpieCloud):
         self.assertFalse(worker.acquire(self.context))
 
 
-class IdlePass(base.OpieCloud):
+class IdlePass(cloud.OpieCloud):
     """What one reconcile pass costs Placement on a cloud where nothing
     happened (the lease holder's load, documented in the design)."""
     HOSTS = ('host-A', 'host-B', 'host-C')

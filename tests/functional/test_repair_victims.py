@@ -9,12 +9,12 @@ import nova.conf
 from nova import context as nova_context
 from nova import objects
 
-from tests.functional import base
+from opie.testing import cloud
 
 CONF = nova.conf.CONF
 
 
-class OneVictimAtMost(base.OpieCloud):
+class OneVictimAtMost(cloud.OpieCloud):
     OPIE = {'max_victims': 1}
 
     def test_overcommit_needing_two_victims_is_repaired(self):

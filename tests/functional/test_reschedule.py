@@ -14,14 +14,14 @@ from oslo_utils import timeutils
 import nova.conf
 from nova import context as nova_context
 
+from opie.testing import cloud
 from opie.testing import harness
-from tests.functional import base
 from tests.functional import test_preemption
 
 CONF = nova.conf.CONF
 
 
-class Reschedule(base.OpieCloud):
+class Reschedule(cloud.OpieCloud):
 
     def setUp(self):
         super().setUp()

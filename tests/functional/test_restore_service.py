@@ -4,11 +4,11 @@ Evacuate and unshelve may preempt by default (``[opie] preempt_on_move``):
 a normal server comes back even when only preemptible instances fill the
 cloud, which is the steady state OPIE aims for.
 """
-from tests.functional import base
+from opie.testing import cloud
 from tests.functional import test_preemption
 
 
-class Unshelve(base.OpieCloud):
+class Unshelve(cloud.OpieCloud):
 
     def setUp(self):
         self.flags(shelved_offload_time=0)
@@ -29,7 +29,7 @@ class Unshelve(base.OpieCloud):
         self.assert_within_capacity()
 
 
-class Evacuate(base.OpieCloud):
+class Evacuate(cloud.OpieCloud):
     HOSTS = ('host-A', 'host-B', 'host-C')
 
     def setUp(self):

@@ -10,13 +10,13 @@ from nova import context as nova_context
 from opie.nova import compat
 from opie.nova import heartbeat
 from opie.nova import metrics
-from tests.functional import base
+from opie.testing import cloud
 from tests.functional import test_preemption
 
 CONF = nova.conf.CONF
 
 
-class SafeMode(base.OpieCloud):
+class SafeMode(cloud.OpieCloud):
 
     def setUp(self):
         real = importlib.metadata.version

@@ -5,11 +5,11 @@ from nova import utils
 
 from opie.nova import snapshots
 from opie.nova import terminate
+from opie.testing import cloud
 from opie.testing import harness
-from tests.functional import base
 
 
-class OneHost(base.OpieCloud):
+class OneHost(cloud.OpieCloud):
     """One host full of a tenant's preemptibles (booted by a non-admin)."""
     HOSTS = ('host-A',)
 

@@ -4,11 +4,11 @@ The owner (a project member, not an admin) locks, rescues, stops,
 suspends, pauses or resizes its preemptible servers and never confirms:
 a normal boot still gets its room. Only an operator's lock protects one.
 """
-from tests.functional import base
+from opie.testing import cloud
 from tests.functional import test_preemption
 
 
-class OwnerActions(base.OpieCloud):
+class OwnerActions(cloud.OpieCloud):
 
     def setUp(self):
         super().setUp()
@@ -76,7 +76,7 @@ class OwnerActions(base.OpieCloud):
         self.assert_within_capacity()
 
 
-class OwnerRevertsAVictim(base.OpieCloud):
+class OwnerRevertsAVictim(cloud.OpieCloud):
     """A normal server resized to a preemptible flavor and left in
     VERIFY_RESIZE is a victim on its new host; its owner reverts the
     resize before the scheduler terminates it: it is normal again, and

@@ -20,13 +20,13 @@ from nova import context as nova_context
 from nova import objects
 
 from opie.nova import terminate
-from tests.functional import base
+from opie.testing import cloud
 from tests.functional import test_preemption
 
 CONF = nova.conf.CONF
 
 
-class AttackBase(base.OpieCloud):
+class AttackBase(cloud.OpieCloud):
 
     def setUp(self):
         super().setUp()

@@ -2,7 +2,7 @@
 import pytest
 
 from opie.lab import configs
-from tests.integration import lab
+from opie.testing import lab
 
 # The reconciler of the fault tests: a repair is theirs to wait for.
 FAST_RECONCILER = {'reconcile_interval': 5, 'reconcile_grace_period': 20}

@@ -4,7 +4,7 @@ config."""
 from opie.lab import cli
 from opie.lab import configs
 from opie.lab import process
-from tests.integration import lab
+from opie.testing import lab
 
 EXTRA = 'extra'
 

@@ -14,8 +14,8 @@ import shutil
 import subprocess
 import sys
 
-from opie.bot.democloud import demo
-from tests.integration import lab
+from opie.testing.democloud import demo
+from opie.testing import lab
 
 # The job lasts about 90 wall seconds: once its tasks have checkpoints,
 # it is still running when beta's boots come.

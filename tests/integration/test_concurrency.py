@@ -11,7 +11,7 @@ Placement's usages or by the servers Nova has on it.
 import collections
 import concurrent.futures
 
-from tests.integration import lab
+from opie.testing import lab
 
 BOOTS = 20
 SMALL_PER_HOST = 4

@@ -17,8 +17,8 @@ import subprocess
 import sys
 
 from opie.bot import cli
-from opie.bot.democloud import demo
-from tests.integration import lab
+from opie.testing.democloud import demo
+from opie.testing import lab
 from tests.integration import test_bot
 
 LIMIT_S = 300

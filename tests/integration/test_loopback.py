@@ -3,7 +3,7 @@ import ipaddress
 import os
 
 from opie.lab import process
-from tests.integration import lab
+from opie.testing import lab
 
 
 def _socket_inodes(pids):

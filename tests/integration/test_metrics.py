@@ -15,7 +15,7 @@ import re
 from prometheus_client import parser
 
 from opie.lab import configs
-from tests.integration import lab
+from opie.testing import lab
 
 SMALL_PER_HOST = 4
 DIRECTORY = configs.metrics_dir(lab.LAB)

@@ -37,7 +37,7 @@ from opie.lab import faults
 from opie.lab import process
 from opie.lab import servers as lab_servers
 from opie.nova import lease
-from tests.integration import lab
+from opie.testing import lab
 
 pytestmark = pytest.mark.usefixtures('faulty_schedulers')
 

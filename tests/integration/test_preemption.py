@@ -6,7 +6,7 @@ beta boots a normal one. It goes ACTIVE, the youngest preemptible server
 period is lost) is deleted to make room on its host, and alpha can read
 why in its server's actions.
 """
-from tests.integration import lab
+from opie.testing import lab
 
 
 def test_normal_boot_preempts_the_cheapest_preemptible():

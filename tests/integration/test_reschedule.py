@@ -11,7 +11,7 @@ preempting preemptibles only.
 import pytest
 
 from opie.lab import faults
-from tests.integration import lab
+from opie.testing import lab
 
 pytestmark = pytest.mark.usefixtures('faulty_schedulers')
 

@@ -12,7 +12,7 @@ import pytest
 
 from opie.lab import cli
 from opie.lab import configs
-from tests.integration import lab
+from opie.testing import lab
 
 NOVA_CONF = lab.LAB.etc / 'nova' / 'nova.conf'
 # Step 1 makes this flavor a normal one.

@@ -13,7 +13,7 @@ import pytest
 from opie.lab import cli
 from opie.lab import configs
 from opie.nova import heartbeat
-from tests.integration import lab
+from opie.testing import lab
 
 
 def _heartbeats():

@@ -2,7 +2,7 @@
 what the scheduler then does for the same request (issue 13 point 7)."""
 import json
 
-from tests.integration import lab
+from opie.testing import lab
 
 
 def opie_manage(*args):

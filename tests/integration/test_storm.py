@@ -41,7 +41,7 @@ from novaclient import exceptions as nova_exc
 import pytest
 
 from opie.lab import settings
-from tests.integration import lab
+from opie.testing import lab
 
 ROUNDS = 2
 # The moves round: small preemptibles live-migrated, and the flavors of

@@ -10,7 +10,7 @@ from novaclient import exceptions as nova_exc
 import pytest
 
 from opie.core import preemptible
-from tests.integration import lab
+from opie.testing import lab
 
 MARK = {preemptible.PREEMPTIBLE_SPEC: 'true'}
 SMALL_PER_HOST = 4

@@ -7,9 +7,9 @@ import sqlite3
 import subprocess
 import time
 
-from opie.bot.democloud import cloud as cloud_mod
-from opie.bot.democloud import demo
-from opie.bot.democloud import work
+from opie.testing.democloud import cloud as cloud_mod
+from opie.testing.democloud import demo
+from opie.testing.democloud import work
 
 SPEED = 30.0
 # Wall seconds a client run may take before the test gives up on it.

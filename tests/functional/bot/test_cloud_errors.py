@@ -6,7 +6,7 @@ import time
 
 import yaml
 
-from opie.bot.democloud import demo
+from opie.testing.democloud import demo
 from tests.functional.bot import base
 
 EXIT_CLOUD = 3

@@ -11,7 +11,7 @@ import signal
 import time
 
 from opie.bot import agent
-from opie.bot.democloud import demo
+from opie.testing.democloud import demo
 from opie.bot.openstack import live
 from tests.functional.bot import base
 

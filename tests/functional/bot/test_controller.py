@@ -8,7 +8,7 @@ tenant's ``outputs`` and ``logs`` read what the tasks left in the store."""
 import json
 import os
 
-from opie.bot.democloud import demo
+from opie.testing.democloud import demo
 from tests.functional.bot import base
 from tests.functional.bot import test_task_files
 

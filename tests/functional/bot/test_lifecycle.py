@@ -9,7 +9,7 @@ import time
 
 import yaml
 
-from opie.bot.democloud import demo
+from opie.testing.democloud import demo
 from opie.core import flavor_spec
 from opie.core import preemptible
 from tests.functional.bot import base

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from opie.bot.democloud import demo
+from opie.testing.democloud import demo
 from tests.functional.bot import base
 
 LINES = 2000

@@ -14,7 +14,7 @@ import time
 import yaml
 
 from opie.bot import journal as journal_mod
-from opie.bot.democloud import demo
+from opie.testing.democloud import demo
 from opie.bot.openstack import nova
 from tests.functional.bot import base
 

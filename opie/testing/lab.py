@@ -1,4 +1,5 @@
-"""Clients of the running lab, as its tenants and its admin see it.
+"""Clients of the running lab, as its tenants and its admin see it: what
+the integration tests and ``benchmarks/storm.py`` drive the lab with.
 
 Sessions come from the lab's clouds.yaml through openstacksdk's config
 loader and keystoneauth1; Nova is driven through python-novaclient and

@@ -30,7 +30,7 @@ def job_document(python, tasks=16, runtime_s=300, deadline_s=1500):
     Large preemptible servers are the cheapest per Gflop, so the plan
     fills the cloud with them; medium normal servers are the fallback.
     """
-    command = '%s -m opie.bot.democloud.work %d' % (python, runtime_s)
+    command = '%s -m opie.testing.democloud.work %d' % (python, runtime_s)
     return {
         'job': {'name': 'demo', 'deadline_s': deadline_s},
         'policy': {'ac_s': 900, 'alpha_s': 60, 'max_normal': 6,

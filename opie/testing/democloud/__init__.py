@@ -19,7 +19,7 @@ class Unavailable(Exception):
 
 
 def load():
-    """The :mod:`opie.bot.democloud.cloud` module, Nova imported."""
+    """The :mod:`opie.testing.democloud.cloud` module, Nova imported."""
     # The demo's console is for the job's progress: Nova's own deprecation
     # notices (eventlet) and log lines emitted outside the harness' logging
     # fixture would only bury it.
@@ -30,6 +30,6 @@ def load():
             # Nova decides how to monkey patch in nova.tests.functional; it
             # must come before anything else of Nova.
             importlib.import_module('nova.tests.functional')
-        return importlib.import_module('opie.bot.democloud.cloud')
+        return importlib.import_module('opie.testing.democloud.cloud')
     except ImportError as exc:
         raise Unavailable('%s (%s)' % (NEEDS, exc)) from None

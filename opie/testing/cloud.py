@@ -1,5 +1,6 @@
-"""The functional tests' cloud: :class:`opie.testing.harness.OpieHarness`
-(Nova 34 + Placement in this process with OPIE's scheduler plugin) plus
+"""The cloud of the functional tests and of the in-process benchmarks:
+:class:`opie.testing.harness.OpieHarness` (Nova 34 + Placement in this
+process with OPIE's scheduler plugin) plus
 
 * the paper's flavors (Table 2), each in a normal and a preemptible form;
 * casts made calls, as in Nova's own functional tests;

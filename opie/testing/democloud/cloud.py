@@ -28,7 +28,7 @@ import yaml
 
 from nova.tests import fixtures as nova_fixtures
 
-from opie.bot.democloud import virt
+from opie.testing.democloud import virt
 from opie.core import flavor_spec
 from opie.core import preemptible
 from opie.testing import guests

@@ -1,6 +1,6 @@
 """The demo's task: a computation that checkpoints its own state.
 
-``python -m opie.bot.democloud.work SECONDS`` sums the squares of 1..N in
+``python -m opie.testing.democloud.work SECONDS`` sums the squares of 1..N in
 100 steps lasting SECONDS of job time in all (``$OPIE_SPEED`` job seconds
 per wall second), keeping its state in ``$OPIE_STATE_DIR`` (written
 atomically, with its progress) so the agent's checkpoints capture it and a
