@@ -13,7 +13,7 @@ import pathlib
 import time
 
 from opie.bot import jobfile
-from opie.bot import planner
+from opie.bot import map_choice
 from opie.bot import report
 from opie.bot import scenarios
 from opie.bot import stats
@@ -56,7 +56,7 @@ def big_job(tasks=10000):
 
 
 def speed():
-    ed200 = planner.primary_map(jobfile.load(JOBS / 'ed200.yaml'))
+    ed200 = map_choice.primary_map(jobfile.load(JOBS / 'ed200.yaml'))
     sc = scenarios.TABLE8['sc4']
     took, result = timed(lambda: backend.run(ed200, kh=sc.kh, kr=sc.kr,
                                              seed=1), repeat=5)
@@ -66,7 +66,7 @@ def speed():
           % (took, rep['result']['makespan_s'], rep['counts']['migrations']))
     took_load, job = timed(big_job)
     for sc in (None, scenarios.TABLE8['sc5']):
-        took_plan, plan = timed(lambda: planner.primary_map(job))
+        took_plan, plan = timed(lambda: map_choice.primary_map(job))
         kwargs = {'kh': sc.kh, 'kr': sc.kr, 'seed': 1} if sc else {}
         took_sim, result = timed(lambda: backend.run(plan, **kwargs))
         rep = report.build(result)
@@ -84,7 +84,7 @@ def speed():
 def table(seeds):
     sections = []
     for name in PAPER_JOBS:
-        plan = planner.primary_map(jobfile.load(JOBS / ('%s.yaml' % name)))
+        plan = map_choice.primary_map(jobfile.load(JOBS / ('%s.yaml' % name)))
 
         def simulate(p, sc, seed):
             return backend.run(p, kh=sc.kh, kr=sc.kr, seed=seed)

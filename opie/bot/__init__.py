@@ -7,4 +7,9 @@ busy or new normal servers in time for the real deadline.  The core is pure:
 it talks to the cloud only through the ports of :mod:`opie.bot.ports`, and
 the default backend, :mod:`opie.bot.sim`, is a discrete-event simulated
 cloud.
+
+The primary map is built from the job alone (:mod:`opie.bot.job_map`).
+Which map a job runs, the HADS map or the normal-only baseline, is chosen
+by :mod:`opie.bot.map_choice`, which runs both on the simulated cloud
+whatever backend then runs the job.
 """

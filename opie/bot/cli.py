@@ -23,11 +23,12 @@ from opie import arguments
 from opie import oneline
 from opie.bot import datadir
 from opie.bot import html
+from opie.bot import job_map
 from opie.bot import jobfile
 from opie.bot import journal as journal_mod
+from opie.bot import map_choice
 from opie.bot import model
 from opie.bot import paths
-from opie.bot import planner
 from opie.bot import report
 from opie.bot import scenarios
 from opie.bot import schema
@@ -60,12 +61,12 @@ def _load_plan(args):
             args.normal_limit is None:
         raise InputError('--max-normal needs --normal-limit')
     try:
-        plan = planner.primary_map(job)
+        plan = map_choice.primary_map(job)
         if getattr(args, 'normal_limit', None) is not None:
-            plan = planner.under_limits(
+            plan = map_choice.under_limits(
                 plan, args.normal_limit,
                 args.max_normal or job.policy.max_normal)
-    except planner.PlanError as exc:
+    except job_map.MapError as exc:
         raise InputError('%s: %s' % (args.job, exc)) from None
     return plan
 
@@ -80,7 +81,7 @@ def _percent(fraction):
 
 def cmd_plan(args):
     plan = _load_plan(args)
-    base = planner.normal_only(plan)
+    base = job_map.normal_only(plan)
     job = plan.job
     if _json(args):
         _print_json(_plan_dict(plan, base))
@@ -98,7 +99,7 @@ def cmd_plan(args):
              _fmt_time(plan.makespan), plan.expected_cost,
              base.expected_cost,
              _percent(1 - plan.expected_cost / base.expected_cost
-                      if base.expected_cost and planner.within_limits(base)
+                      if base.expected_cost and job_map.within_limits(base)
                       else None)))
     for risk in plan.risks:
         print('risk: %s' % risk)
@@ -117,7 +118,7 @@ def _plan_dict(plan, base):
         'expected_makespan_s': plan.makespan,
         'expected_cost': plan.expected_cost,
         'baseline_cost': base.expected_cost,
-        'baseline_within_limits': planner.within_limits(base),
+        'baseline_within_limits': job_map.within_limits(base),
         'risks': list(plan.risks)}
 
 

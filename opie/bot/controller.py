@@ -101,8 +101,8 @@ from opie.bot import html
 from opie.bot import jobfile
 from opie.bot import journal as journal_mod
 from opie.bot import lifecycle
+from opie.bot import map_choice
 from opie.bot import paths
-from opie.bot import planner
 from opie.bot import staging
 from opie.bot.openstack import clock as clock_mod
 from opie.bot.openstack import credentials
@@ -809,8 +809,8 @@ def main(config, workdir=None):
     publisher = Publisher(store)
     ctx = own = None
     try:
-        plan = planner.primary_map(jobfile.parse(config['job_source'],
-                                                 config['job_path']))
+        plan = map_choice.primary_map(jobfile.parse(config['job_source'],
+                                                    config['job_path']))
         ctx = live.start(plan, config['job_path'], settings, jobs_dir,
                          say=_console, source=config['job_source'],
                          job_id=job_id, t0=config['t0'],

@@ -15,8 +15,9 @@ from preemptions, as in the report.
 """
 import collections
 
+from opie.bot import job_map
+from opie.bot import map_choice
 from opie.bot import model
-from opie.bot import planner
 from opie.bot import report
 
 QUEUED, RUNNING, DONE, FAILED = 'queued', 'running', 'done', 'failed'
@@ -51,8 +52,8 @@ def summarize(job_id, state, started, job, records, now, ended,
         'servers': {m: sum(1 for s in live if s['market'] == m)
                     for m in model.MARKETS},
         'cost': sum(s['cost'] for s in rows),
-        'baseline_cost': planner.normal_only(
-            planner.primary_map(job)).expected_cost if baseline else None,
+        'baseline_cost': job_map.normal_only(
+            map_choice.primary_map(job)).expected_cost if baseline else None,
         'boot_failures': len(boot_failed),
         'preemptions': len(report.ends(records, 'server_preempted')
                            - boot_failed) + count['server_hibernated'],

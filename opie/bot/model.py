@@ -1,8 +1,8 @@
 """The job model: flavors, tasks, policy and the job itself.
 
-Everything here is immutable; the planner and the scheduler derive their
-state from it.  Times are seconds from the start of the job, prices are
-dollars per hour as the cloud quotes them.
+Everything here is immutable; the map builder (:mod:`opie.bot.job_map`)
+and the scheduler derive their state from it.  Times are seconds from the
+start of the job, prices are dollars per hour as the cloud quotes them.
 """
 import dataclasses
 import functools

@@ -9,8 +9,8 @@ what the cloud billed.
 """
 import math
 
+from opie.bot import job_map
 from opie.bot import model
-from opie.bot import planner
 
 _EPS = 1e-9
 # The records that end a server's bill: deleted by the client (scheduler
@@ -242,8 +242,8 @@ def baseline(plan, run):
     """Cost and makespan of the normal-only map, simulated by ``run``,
     and whether the job's normal limits allow it (if not, no tenant could
     have paid it, and no saving is claimed against it)."""
-    base = planner.normal_only(plan)
+    base = job_map.normal_only(plan)
     report = build(run(base))
     return {'cost': report['result']['cost'],
             'makespan_s': report['result']['makespan_s'],
-            'within_limits': planner.within_limits(base)}
+            'within_limits': job_map.within_limits(base)}

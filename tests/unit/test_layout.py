@@ -14,6 +14,11 @@ module may import Nova, neither itself nor through an OPIE module that
 imports Nova as it is imported (``opie.nova.hoststate``, say); tests that
 need Nova are functional tests (``tests/functional/plugin`` for the fast
 ones).
+
+In the tenant client, the map builder (``opie.bot.job_map``) reaches no
+backend (``opie.bot.sim``, ``opie.bot.openstack``), not even through
+another module: building a map needs the job alone, and choosing one
+(``opie.bot.map_choice``) is what runs the simulated cloud.
 """
 import ast
 import pathlib
@@ -123,10 +128,33 @@ def _unit_tests_importing_nova():
                   lambda name: _under(name, nova))
 
 
+def _reached(module):
+    """``module`` and the OPIE modules it may import, directly or through
+    others."""
+    found, todo = set(), [module]
+    while todo:
+        name = todo.pop()
+        base = ROOT.joinpath(*name.split('.'))
+        path = next((p for p in (base.with_suffix('.py'),
+                                 base / '__init__.py') if p.exists()), None)
+        if name in found or path is None:
+            continue
+        found.add(name)
+        todo += [n for _, names in _imports(path) for n in names]
+    return found
+
+
 @pytest.mark.parametrize('layer', sorted(FORBIDDEN))
 def test_layer_imports_nothing_above_it(layer):
     assert _modules(layer)
     assert _violations(layer) == []
+
+
+def test_the_map_builder_runs_on_no_backend():
+    backends = ('opie.bot.sim', 'opie.bot.openstack')
+    assert 'opie.bot.sim.backend' in _reached('opie.bot.map_choice')
+    assert not [name for name in _reached('opie.bot.job_map')
+                if _under(name, backends)]
 
 
 def test_no_unit_test_imports_nova():

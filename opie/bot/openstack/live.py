@@ -38,8 +38,8 @@ from opie.bot import jobfile
 from opie.bot import journal as journal_mod
 from opie.bot import jobstatus
 from opie.bot import lifecycle
+from opie.bot import map_choice
 from opie.bot import outputs
-from opie.bot import planner
 from opie.bot import report
 from opie.bot import scheduler as scheduler_mod
 from opie.bot import staging
@@ -259,7 +259,7 @@ def resume(jobs_dir, job_id, cloud=None, watch=None):
             _refuse(journal, meta, job, settings, conn, state, jobs_dir)
         finally:
             journal.close()
-    plan = planner.primary_map(job)
+    plan = map_choice.primary_map(job)
     ctx = _guard(Job, journal, plan, settings, job_id, meta['t0'], conn,
                  meta.get('inputs', {}), jobs_dir)
     _guard(stage, ctx.store, journal, ctx.clock, meta)

@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 
 from opie.bot import dspot
-from opie.bot import planner
+from opie.bot import map_choice
 from tests.unit.bot import helpers
 
 
@@ -56,13 +56,13 @@ def test_latest_safe_caps_a_rule_blind_to_the_limits():
                   for t in job.tasks)
     job = dataclasses.replace(job, tasks=tasks)
     assert dspot.latest_safe(job) == 2100 - (180 + 1600)
-    plan = planner.primary_map(job)
+    plan = map_choice.primary_map(job)
     assert plan.dspot == dspot.latest_safe(job) < dspot.compute(job)
     assert not plan.risks
 
 
 def test_dspot_past_the_deadline_is_capped_with_a_risk_line():
-    plan = planner.primary_map(helpers.job([300] * 4, dspot=5000.0))
+    plan = map_choice.primary_map(helpers.job([300] * 4, dspot=5000.0))
     assert plan.dspot == dspot.latest_safe(plan.job) < 2100
     assert any('past the deadline' in r for r in plan.risks)
     assert all(s.finish < 2100 for s in plan.servers)
@@ -71,6 +71,6 @@ def test_dspot_past_the_deadline_is_capped_with_a_risk_line():
 def test_no_normal_server_allowed_keeps_the_rule_and_says_so():
     job = helpers.job([300] * 4, dspot=1500.0).with_limits(0, 0)
     assert dspot.latest_safe(job) is None
-    plan = planner.primary_map(job)
+    plan = map_choice.primary_map(job)
     assert plan.dspot == 1500.0
     assert any('no normal server' in r for r in plan.risks)

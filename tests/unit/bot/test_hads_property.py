@@ -30,8 +30,9 @@ import random
 
 import pytest
 
+from opie.bot import job_map
+from opie.bot import map_choice
 from opie.bot import model
-from opie.bot import planner
 from opie.bot import scenarios
 from opie.bot.sim import backend
 from opie.bot.sim import preemption
@@ -198,15 +199,15 @@ def check_job(index):
     """Every broken property of job ``index``, and the run figures."""
     job = generate(index)
     rng = random.Random('hads-adversary/%d' % index)
-    plan = planner.primary_map(job)
-    base_plan = planner.normal_only(plan)
+    plan = map_choice.primary_map(job)
+    base_plan = job_map.normal_only(plan)
     base = backend.run(base_plan)
     base_meets = (makespan(base) is not None
                   and makespan(base) <= job.deadline_s)
     cheap = all(f.price_h[model.PREEMPTIBLE] < f.price_h[model.NORMAL]
                 for f in job.flavors.values())
     problems = []
-    if not planner.within_limits(base_plan):
+    if not job_map.within_limits(base_plan):
         problems.append('baseline breaks the limits')
     figures = collections.Counter()
     ratios = []
@@ -270,11 +271,11 @@ def test_the_plan_is_chosen_by_what_the_scheduler_bills():
     # the maps' numbers, it cost 1.07 times the baseline with no
     # preemption at all.
     job = generate(2949)
-    hads = planner.hads_map(job)
-    base = planner.normal_only(hads)
+    hads = job_map.hads_map(job)
+    base = job_map.normal_only(hads)
     assert _map_sum(hads) < _map_sum(base)
-    assert planner.dry_run_cost(hads) > planner.dry_run_cost(base)
-    plan = planner.primary_map(job)
+    assert map_choice.dry_run_cost(hads) > map_choice.dry_run_cost(base)
+    plan = map_choice.primary_map(job)
     assert not plan.count(model.PREEMPTIBLE)
     assert plan.risks == ['preemptible servers would cost more than normal '
                           'ones: planned on normal servers only']
@@ -285,13 +286,13 @@ def test_limits_lowered_for_a_run_plan_the_job_again():
     # the job's own limits counted on normal servers the run could not
     # have, and cost 3.3 times the baseline with no preemption at all.
     job = generate(85)
-    plan = planner.primary_map(job)
+    plan = map_choice.primary_map(job)
     kept = plan.with_job(job.with_limits(1, 1))
-    base = cost(backend.run(planner.normal_only(kept)))
+    base = cost(backend.run(job_map.normal_only(kept)))
     assert cost(backend.run(kept)) > 3 * base
-    assert cost(backend.run(planner.under_limits(plan, 1, 1))) <= base
+    assert cost(backend.run(map_choice.under_limits(plan, 1, 1))) <= base
     # Raised limits keep the plan (B5).
-    assert planner.under_limits(plan, 50, 50).servers is plan.servers
+    assert map_choice.under_limits(plan, 50, 50).servers is plan.servers
 
 
 def test_generator_covers_the_cases_that_broke_the_guarantee():
@@ -325,13 +326,13 @@ def test_baseline_keeps_to_the_job_limits():
     job = model.Job(name='limits', deadline_s=2100.0,
                     policy=model.Policy(dspot=1500.0), flavors={'f': f},
                     tasks=tasks)
-    plan = planner.primary_map(job)
+    plan = map_choice.primary_map(job)
     assert plan.count(model.PREEMPTIBLE) == 7
     tight = plan.with_job(job.with_limits(2, 5))
-    base = planner.normal_only(tight)
-    assert planner.within_limits(base)
+    base = job_map.normal_only(tight)
+    assert job_map.within_limits(base)
     assert len(base.servers) == 2 and base.risks
-    assert planner.normal_only(plan).count(model.NORMAL) == 7
+    assert job_map.normal_only(plan).count(model.NORMAL) == 7
 
 
 def test_a_big_task_shrinks_only_the_flavors_it_fits():

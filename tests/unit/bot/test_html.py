@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from opie.bot import html
-from opie.bot import planner
+from opie.bot import map_choice
 from opie.bot import report
 from opie.bot.sim import backend
 from opie.bot import units
@@ -19,7 +19,7 @@ HOSTILE_KEY = "p0'&<b>"
 
 @pytest.fixture(scope='module')
 def plan():
-    return planner.primary_map(helpers.example('j60'))
+    return map_choice.primary_map(helpers.example('j60'))
 
 
 @pytest.fixture(scope='module')

@@ -3,7 +3,7 @@ import math
 import pytest
 
 from opie.bot import html
-from opie.bot import planner
+from opie.bot import map_choice
 from opie.bot import report
 from opie.bot.sim import backend
 from tests.unit.bot import helpers
@@ -11,7 +11,7 @@ from tests.unit.bot import helpers
 
 @pytest.fixture(scope='module')
 def rep():
-    plan = planner.primary_map(helpers.example('j60'))
+    plan = map_choice.primary_map(helpers.example('j60'))
     result = backend.run(plan, kh=3, kr=2.5, seed=4)
     return report.build(result, report.baseline(plan, backend.run))
 

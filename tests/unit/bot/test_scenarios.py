@@ -1,7 +1,7 @@
 """HADS Table 8 scenarios x the four paper jobs, 10 seeds per cell."""
 import pytest
 
-from opie.bot import planner
+from opie.bot import map_choice
 from opie.bot import report
 from opie.bot import scenarios
 from opie.bot import stats
@@ -33,7 +33,7 @@ def _cells(plan, mode):
 @pytest.fixture(scope='module', params=helpers.PAPER_JOBS)
 def job_cells(request):
     job = helpers.example(request.param)
-    plan = planner.primary_map(job)
+    plan = map_choice.primary_map(job)
     out = {'baseline': report.baseline(plan, backend.run)['cost']}
     for name, (unbound, mode) in CONFIGS.items():
         p = plan.with_job(job.with_limits(UNBOUND, UNBOUND)) if unbound \

@@ -4,9 +4,10 @@ import dataclasses
 import pytest
 
 from opie.bot import checkpoint
+from opie.bot import job_map
+from opie.bot import map_choice
 from opie.bot import model
 from opie.bot import placement
-from opie.bot import planner
 from opie.bot import ports
 from opie.bot import report
 from opie.bot import scheduler
@@ -21,20 +22,20 @@ from tests.unit.bot import helpers
 
 def _plan(runtimes=(400,) * 4, deadline=2100.0, **kwargs):
     spot = helpers.flavor('f', gflops=40)
-    return planner.primary_map(helpers.job(runtimes, flavors=[spot],
-                                           deadline=deadline, **kwargs))
+    return map_choice.primary_map(helpers.job(runtimes, flavors=[spot],
+                                              deadline=deadline, **kwargs))
 
 
 def _hand_plan(job, servers):
     """A plan of (key, market, task ids) servers, all of flavor f."""
     flavor = job.flavors['f']
-    planned = [planner.PlannedServer(
+    planned = [job_map.PlannedServer(
         key=key, flavor=flavor, market=market, slots=job.slots(flavor),
         boot_s=job.policy.alpha_s,
         tasks=[(t, job.policy.alpha_s, 0.0) for t in tasks])
         for key, market, tasks in servers]
-    return planner.Plan(job=job, dspot=job.deadline_s, servers=planned,
-                        risks=[])
+    return job_map.JobMap(job=job, dspot=job.deadline_s, servers=planned,
+                          risks=[])
 
 
 def _trace(*events):
@@ -106,7 +107,7 @@ def test_resume_after_mtt_makes_an_idle_server_that_steals():
     g = helpers.flavor('g', gflops=40)
     job = helpers.job([300] * 12, flavors=[f, g], deadline=4000.0,
                       dspot=1400.0)
-    plan = planner.primary_map(job)
+    plan = map_choice.primary_map(job)
     lost = [preemption.TraceEvent(200, name, 'hibernate')
             for name in ('f', 'g')]
     first = backend.run(plan, trace=lost)
@@ -132,11 +133,11 @@ def _stealing_plan(thief_price):
     alpha = job.policy.alpha_s
 
     def server(key, flavor, market, tasks):
-        return planner.PlannedServer(
+        return job_map.PlannedServer(
             key=key, flavor=flavor, market=market, slots=1, boot_s=alpha,
             tasks=[(t, alpha, 0.0) for t in tasks])
 
-    return planner.Plan(job=job, dspot=job.deadline_s, risks=[], servers=[
+    return job_map.JobMap(job=job, dspot=job.deadline_s, risks=[], servers=[
         server('n0', cheap, model.NORMAL, ['t%02d' % i for i in range(6)]),
         server('p0', thief, model.PREEMPTIBLE, ['t06'])])
 
@@ -217,8 +218,8 @@ def test_binding_limits_are_explained():
                       max_normal=1)
     # The take-over check would plan this job on normal servers only;
     # the HADS map shows what a run whose limits bind reports.
-    assert planner.primary_map(job).count(model.PREEMPTIBLE) == 0
-    plan = planner.hads_map(job)
+    assert map_choice.primary_map(job).count(model.PREEMPTIBLE) == 0
+    plan = job_map.hads_map(job)
     result = backend.run(plan, trace=_trace((700, 'terminate')))
     rep = report.build(result)
     assert not rep['result']['deadline_met']
@@ -229,7 +230,7 @@ def test_binding_limits_are_explained():
 def test_nothing_left_to_run_on_is_reported_not_crashed():
     spot = helpers.flavor('f', gflops=40, limit=1)
     job = helpers.job([600] * 2, flavors=[spot], dspot=1400.0)
-    plan = planner.primary_map(job.with_limits(0, 1))
+    plan = map_choice.primary_map(job.with_limits(0, 1))
     assert plan.count(model.NORMAL) == 0
     result = backend.run(plan, trace=_trace((100, 'terminate')))
     rep = report.build(result)
@@ -268,10 +269,10 @@ def test_resume_guard_restarts_on_the_fastest_normal_flavor():
                       runtime_s={'slow': 1200.0, 'fast': 300.0})
     job = model.Job(name='test', deadline_s=2400.0, policy=model.Policy(),
                     flavors={'slow': slow, 'fast': fast}, tasks=(task,))
-    server = planner.PlannedServer(key='p0', flavor=slow,
+    server = job_map.PlannedServer(key='p0', flavor=slow,
                                    market=model.PREEMPTIBLE, slots=1,
                                    boot_s=180.0, tasks=[('t00', 180.0, 0.0)])
-    plan = planner.Plan(job=job, dspot=1500.0, servers=[server], risks=[])
+    plan = job_map.JobMap(job=job, dspot=1500.0, servers=[server], risks=[])
     trace = [preemption.TraceEvent(t, 'slow', e) for t, e in (
         (200, 'hibernate'), (1100, 'resume'), (2390, 'hibernate'))]
     result = backend.run(plan, trace=trace)

@@ -1,8 +1,9 @@
 """The primary map without preemption against HADS Table 9."""
 import pytest
 
+from opie.bot import job_map
+from opie.bot import map_choice
 from opie.bot import model
-from opie.bot import planner
 from opie.bot import report
 from opie.bot import wrr
 from opie.bot.sim import backend
@@ -14,7 +15,7 @@ TABLE9 = {'j60': (6, 20 * 60 + 8, 0.08), 'j80': (8, 19 * 60 + 49, 0.10),
 
 
 def _run(name):
-    plan = planner.primary_map(helpers.example(name))
+    plan = map_choice.primary_map(helpers.example(name))
     return plan, report.build(backend.run(plan))
 
 
@@ -47,8 +48,8 @@ def test_makespan_and_cost(name):
 
 
 def test_normal_only_baseline_is_the_same_map():
-    plan = planner.primary_map(helpers.example('j100'))
-    base = planner.normal_only(plan)
+    plan = map_choice.primary_map(helpers.example('j100'))
+    base = job_map.normal_only(plan)
     assert [(s.key, s.flavor.name) for s in base.servers] == \
         [(s.key, s.flavor.name) for s in plan.servers]
     assert {s.market for s in base.servers} == {model.NORMAL}
@@ -59,19 +60,19 @@ def test_normal_only_baseline_is_the_same_map():
 
 def test_plan_respects_dspot_and_falls_back_to_normal():
     job = helpers.example('j60')
-    plan = planner.primary_map(job)
+    plan = map_choice.primary_map(job)
     for s in plan.servers:
         assert s.finish < plan.dspot
-    tight = planner.primary_map(helpers.job([300] * 20, dspot=0.0))
+    tight = map_choice.primary_map(helpers.job([300] * 20, dspot=0.0))
     assert {s.market for s in tight.servers} == {model.NORMAL}
     assert all(s.finish < 2100 for s in tight.servers)
 
 
 def test_plan_records_risks_instead_of_failing():
     f = helpers.flavor('f', limit=1)
-    plan = planner.primary_map(helpers.job([1500] * 6, flavors=[f],
-                                           dspot=0.0, max_normal=1))
+    plan = map_choice.primary_map(helpers.job([1500] * 6, flavors=[f],
+                                              dspot=0.0, max_normal=1))
     assert len(plan.servers) == 1 and plan.risks
-    with pytest.raises(planner.PlanError):
-        planner.primary_map(helpers.job([100], flavors=[
+    with pytest.raises(job_map.MapError):
+        map_choice.primary_map(helpers.job([100], flavors=[
             helpers.flavor('f', limit=0)], dspot=0.0))

@@ -5,8 +5,9 @@ import random
 import pytest
 
 from opie.bot import fleet as fleet_mod
+from opie.bot import job_map
+from opie.bot import map_choice
 from opie.bot import model
-from opie.bot import planner
 from opie.bot import report
 from opie.bot import scheduler
 from opie.bot import stores
@@ -51,8 +52,8 @@ def _normal(fleet, key, flavor, running=(), ready=180.0):
 
 def _hand_plan(job, servers, dspot=1000.0):
     """(key, flavor name, market, task ids) servers, all booting at 180."""
-    return planner.Plan(job=job, dspot=dspot, servers=[
-        planner.PlannedServer(key=key, flavor=job.flavors[name],
+    return job_map.JobMap(job=job, dspot=dspot, servers=[
+        job_map.PlannedServer(key=key, flavor=job.flavors[name],
                               market=market,
                               slots=job.slots(job.flavors[name]),
                               boot_s=180.0,
@@ -163,19 +164,19 @@ def _one_loss_breaks_it():
     job = _job([f], tasks, deadline=2000.0, alpha_s=60.0, max_normal=1)
 
     def server(key, tasks):
-        return planner.PlannedServer(key=key, flavor=f,
+        return job_map.PlannedServer(key=key, flavor=f,
                                      market=model.PREEMPTIBLE, slots=1,
                                      boot_s=60.0, tasks=tasks)
 
     later = [(t, 1060.5 + 10 * i, 1070.5 + 10 * i)
              for i, t in enumerate(short[1:])]
-    return planner.Plan(job=job, dspot=1500.0, risks=[], servers=[
+    return job_map.JobMap(job=job, dspot=1500.0, risks=[], servers=[
         server('p0', [('long', 60.0, 1060.0)]),
         server('p1', [(short[0], 60.0, 70.0)]),
         server('p2', later)])
 
 
-@pytest.mark.parametrize('exact', [planner.EXACT_LOSSES, 4])
+@pytest.mark.parametrize('exact', [map_choice.EXACT_LOSSES, 4])
 def test_the_planner_finds_the_one_loss_the_take_over_cannot_survive(
         monkeypatch, exact):
     # Up to EXACT_LOSSES ends every one is tried; past that, the ends
@@ -183,13 +184,13 @@ def test_the_planner_finds_the_one_loss_the_take_over_cannot_survive(
     # of the ends missed this one (issue 12, F1), so a plan the normal
     # servers could not rescue was kept, and the scheduler handed it over
     # at run time with no preemption at all, at a higher cost.
-    monkeypatch.setattr(planner, 'EXACT_LOSSES', exact)
+    monkeypatch.setattr(map_choice, 'EXACT_LOSSES', exact)
     plan = _one_loss_breaks_it()
-    ends = [planner.take_over(plan, t).finish
+    ends = [map_choice.take_over(plan, t).finish
             for t in (0.0, 60.0, 69.9, 1059.9, 1070.4, 1440.4)]
     assert [e < 2000.0 for e in ends] == [True, True, True, False, True,
                                           True]
-    assert not planner.survives_loss(plan)
+    assert not map_choice.survives_loss(plan)
 
 
 # -- the scheduler ------------------------------------------------------------
@@ -207,7 +208,7 @@ def test_frozen_servers_do_not_count_on_the_same_normal_server():
     job = _job([fast, slow], tasks, deadline=1900.0)
     plan = _hand_plan(job, [('p0', 'fast', model.PREEMPTIBLE, ['t0', 't1']),
                             ('p1', 'fast', model.PREEMPTIBLE, ['t2', 't3'])])
-    base = backend.run(planner.normal_only(plan))
+    base = backend.run(job_map.normal_only(plan))
     assert report.build(base)['result']['makespan_s'] <= 1900.0
     result = backend.run(plan, trace=[
         preemption.TraceEvent(10.0, 'fast', preemption.HIBERNATE)])
@@ -230,7 +231,7 @@ def _queued_behind(may_start=None):
                             ('n2', 'big', model.NORMAL, ['c', 'e']),
                             ('p0', 'big', model.PREEMPTIBLE, ['x'])],
                       dspot=600.0)
-    base = backend.run(planner.normal_only(plan))
+    base = backend.run(job_map.normal_only(plan))
     assert report.build(base)['result']['makespan_s'] <= 1150.0
     return backend.run(plan, trace=[
         preemption.TraceEvent(200.0, 'big', preemption.HIBERNATE)])
@@ -257,13 +258,13 @@ def test_no_hand_over_in_time_is_said_and_hads_carries_on():
     spot = helpers.flavor('f', gflops=40, limit=1)
     job = helpers.job([600] * 8, flavors=[spot], dspot=1400.0,
                       max_normal=1)
-    result = backend.run(planner.hads_map(job))
+    result = backend.run(job_map.hads_map(job))
     (lost,) = _events(result, 'take_over_lost')
     assert 'normal limit of f (1)' in lost['limits']
     assert not _events(result, 'take_over')
     rep = report.build(result)
     assert rep['result']['finished'] and rep['result']['deadline_met']
-    late = backend.run(planner.hads_map(job), trace=[
+    late = backend.run(job_map.hads_map(job), trace=[
         preemption.TraceEvent(700.0, 'f', preemption.TERMINATE)])
     assert any('normal servers alone could no longer end the job' in m
                for m in report.build(late)['misses'])
@@ -283,7 +284,7 @@ def test_a_restore_that_costs_more_than_it_saves_is_counted():
                              runtime_s={'slow': 3300.0, 'fast': 412.0})
                   for i in range(2))
     job = _job([slow, fast], tasks, deadline=7500.0)
-    plan = planner.primary_map(job)
+    plan = map_choice.primary_map(job)
     assert plan.count(model.PREEMPTIBLE)
     fleet = fleet_mod.Fleet(job)
     assert fleet.take_over_wall('t0', fast) > 412.0
