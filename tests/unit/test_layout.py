@@ -9,6 +9,17 @@ harness (``opie.testing``), and the core may import neither Nova nor the
 plugin. Imports are read from the source, so a lazy import inside a
 function counts too, and so does ``pytest.importorskip('nova...')``.
 
+The tenant client ``opie/bot`` installs without Nova: it imports neither
+Nova, the plugin, the operator CLI, the lab nor the test harness (but for
+``opie-bot demo``, which starts the in-process demo cloud of
+``opie.testing.democloud``). Inside it, the core decides and the backends
+act: the core (the planner, the executor, the take-over, the journal...)
+imports no backend (``opie.bot.sim``, ``opie.bot.openstack``); the front
+ends (``cli``, ``controller``) wire a core to a backend, and no backend
+imports a front end. ``map_choice`` is the one core module that runs the
+simulated cloud, to learn what a map bills (its docstring says why); the
+HADS map builder reaches no backend even through it.
+
 ``tox -e py3`` runs ``tests/unit`` in a venv without Nova, so no unit test
 module may import Nova, neither itself nor through an OPIE module that
 imports Nova as it is imported (``opie.nova.hoststate``, say); tests that
@@ -33,6 +44,13 @@ UNIT_TESTS = ROOT / 'tests' / 'unit'
 ABOVE = ('opie.cmd', 'opie.bot', 'opie.lab', 'opie.testing')
 # Nor may the core import the plugin, which imports Nova.
 FORBIDDEN = {'core': ABOVE + ('nova', 'opie.nova'), 'nova': ABOVE}
+CLIENT_FORBIDDEN = ('nova', 'opie.nova', 'opie.cmd', 'opie.lab',
+                    'opie.testing')
+# (importer, imported): the only exceptions to CLIENT_FORBIDDEN.
+CLIENT_ALLOWED = {('opie.bot.cli', 'opie.testing.democloud')}
+CLIENT_BACKENDS = ('opie.bot.sim', 'opie.bot.openstack')
+CLIENT_FRONT_ENDS = ('opie.bot.cli', 'opie.bot.controller')
+CLIENT_RUNS_THE_SIMULATOR = ('opie.bot.map_choice',)
 
 
 def _modules(layer):
@@ -155,6 +173,60 @@ def test_the_map_builder_runs_on_no_backend():
     assert 'opie.bot.sim.backend' in _reached('opie.bot.map_choice')
     assert not [name for name in _reached('opie.bot.job_map')
                 if _under(name, backends)]
+
+
+def _client_violations():
+    """The client's imports that break its rules (see the docstring)."""
+    found = []
+    for path in _modules('bot'):
+        module = _module_name(path)
+        if _under(module, CLIENT_BACKENDS):
+            rule = CLIENT_FORBIDDEN + CLIENT_FRONT_ENDS
+        elif _under(module, CLIENT_FRONT_ENDS + CLIENT_RUNS_THE_SIMULATOR):
+            rule = CLIENT_FORBIDDEN
+        else:
+            rule = CLIENT_FORBIDDEN + CLIENT_BACKENDS
+        found += _found([path], lambda name: _under(name, rule) and not any(
+            # "from opie.testing import democloud" names its package too.
+            module == importer and (_under(name, (imported,))
+                                    or _under(imported, (name,)))
+            for importer, imported in CLIENT_ALLOWED))
+    return found
+
+
+def test_the_client_keeps_its_layers():
+    assert _client_violations() == []
+
+
+def test_the_client_check_sees_each_broken_rule(tmp_path, monkeypatch):
+    """The check itself: Nova, the lab or the harness in the client, a
+    backend in its core, a front end in a backend; not the demo's import."""
+    for path, text in {
+            'opie/bot/__init__.py': '',
+            'opie/bot/core.py': ('import nova.objects\n'
+                                 'from opie.bot.sim import backend\n'
+                                 'def later():\n'
+                                 '    from opie.bot import openstack\n'),
+            'opie/bot/cli.py': ('from opie.bot.sim import backend\n'
+                                'from opie.testing import democloud\n'
+                                'from opie.testing import harness\n'),
+            'opie/bot/map_choice.py': 'from opie.bot.sim import backend\n',
+            'opie/bot/sim/__init__.py': '',
+            'opie/bot/sim/backend.py': ('from opie.bot import core\n'
+                                        'from opie.bot import cli\n'
+                                        'from opie.lab import cli\n')}.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    monkeypatch.setattr(__name__ + '.PACKAGE', tmp_path / 'opie')
+    monkeypatch.setattr(__name__ + '.ROOT', tmp_path)
+
+    assert sorted(_client_violations()) == [
+        'opie/bot/cli.py:3 imports opie.testing.harness',
+        'opie/bot/core.py:1 imports nova.objects',
+        'opie/bot/core.py:2 imports opie.bot.sim',
+        'opie/bot/core.py:4 imports opie.bot.openstack',
+        'opie/bot/sim/backend.py:2 imports opie.bot.cli',
+        'opie/bot/sim/backend.py:3 imports opie.lab']
 
 
 def test_no_unit_test_imports_nova():
