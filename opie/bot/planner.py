@@ -354,7 +354,7 @@ def take_over(plan, loss, fleet=None):
                           if start <= loss < end}
         movable += [t for t, start, _ in order if start > loss]
         fleet.add(server)
-    return takeover.plan(fleet, loss, movable)
+    return takeover.map_tasks(fleet, loss, movable)
 
 
 def survives_loss(plan):

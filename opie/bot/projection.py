@@ -1,6 +1,6 @@
 """Projected schedule of one server: when each of its slots frees up.
 
-Both the planner (Alg. 2-3) and the dynamic scheduler (Alg. 4-8) ask the
+Both the planner (Alg. 2-3) and the executor (Alg. 4-8) ask the
 same two questions of a server: when would a task appended to its queue
 finish (its EFT), and which is the longest task it holds (the spare time
 of Alg. 7).  Tasks run in queue order on the first free slot, so the answer
