@@ -50,7 +50,7 @@ def compute(job):
 def normal_slots(job):
     """Task slots on the most normal servers the limits allow at once.
 
-    Flavors with more slots first: the scheduler adds normal servers of
+    Flavors with more slots first: the executor adds normal servers of
     every flavor that still ends a task before D, so the count is what
     the limits leave, not what the cheapest flavor alone offers.
     """

@@ -1,4 +1,4 @@
-"""The scheduler's view of its servers and tasks.
+"""The executor's view of its servers and tasks.
 
 HADS sorts servers into busy (BR), idle (IR), hibernated (HR) and
 terminated (TR) sets.  Here each server carries its state, the tasks it
@@ -6,6 +6,10 @@ runs and the tasks queued on it (Q = RT u WT), and a projection of when
 those tasks will end, computed from the same run model the runner gets
 (:func:`opie.bot.checkpoint.plan_run`).  Booting servers count as busy, as
 HADS adds a new normal server to BR the moment it asks for it.
+
+The fleet also knows which tasks are done and which are stranded (no
+server could take them yet): the executor changes them, the take-over
+watch (:mod:`opie.bot.takeover_watch`) reads them with the servers.
 """
 import bisect
 import collections
@@ -104,6 +108,8 @@ class Fleet:
         self.job = job
         self.tasks = {t.id: t for t in job.tasks}
         self.saved = dict.fromkeys(self.tasks, 0.0)
+        self.done = set()       # committed or failed: will not run again
+        self.stranded = []      # waiting for a server that can take them
         self.servers = {}
         self._slots = {f.name: job.slots(f) for f in job.flavors.values()}
         self._runs = {}

@@ -6,7 +6,7 @@ the job, until the client's horizon: ten deadlines of billing.  A run is
 hung once it has run ``policy.hang_factor`` times its estimated wall time
 (checkpoint overhead included), measured from its start; a hibernated
 server's runs are frozen, not hung, and are looked at again later.  The
-scheduler then deletes the server (a hang may be the server's fault) and
+executor then deletes the server (a hang may be the server's fault) and
 runs the task elsewhere from its latest checkpoint, at most
 ``policy.hang_retries`` more times; after that the task ends as failed,
 so the job can end.  Only the cloud backend watches: the simulated cloud
@@ -18,10 +18,10 @@ from opie.bot import fleet as fleet_mod
 
 
 class Hangs:
-    def __init__(self, scheduler):
-        self.scheduler = scheduler
-        self.factor = scheduler.job.policy.hang_factor
-        self.retries = scheduler.job.policy.hang_retries
+    def __init__(self, executor):
+        self.executor = executor
+        self.factor = executor.job.policy.hang_factor
+        self.retries = executor.job.policy.hang_retries
         self.count = collections.Counter()   # task -> hangs so far
 
     def watch(self, server, task_id):
@@ -30,7 +30,7 @@ class Hangs:
         self._arm(running.started, server, task_id, running)
 
     def _arm(self, since, server, task_id, running):
-        self.scheduler.clock.call_at(
+        self.executor.clock.call_at(
             since + self.factor * running.run.wall_s, self._check, server,
             task_id, running)
 
@@ -39,8 +39,8 @@ class Hangs:
                 server.running.get(task_id) is not running:
             return      # ended, moved or lost: nothing hangs
         if server.state == fleet_mod.HIBERNATED:
-            self._arm(self.scheduler.now(), server, task_id, running)
+            self._arm(self.executor.now(), server, task_id, running)
             return
         self.count[task_id] += 1
-        self.scheduler.hung(server, task_id,
-                            failed=self.count[task_id] > self.retries)
+        self.executor.hung(server, task_id,
+                           failed=self.count[task_id] > self.retries)

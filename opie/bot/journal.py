@@ -2,7 +2,7 @@
 
 One file per job holds the job's settings (``meta``: the job file, where
 its objects live, the wall-clock time of t=0, how fast job time runs) and
-every record the scheduler and the backends append, in order.  Each record
+every record the executor and the backends append, in order.  Each record
 is committed before the call that appended it returns, so a client killed
 at any point leaves every decision it acted on in the journal, and
 ``opie-bot resume`` continues from there.
@@ -43,7 +43,7 @@ import sqlite3
 import stat
 import time
 
-from opie.bot import ports
+from opie.bot import interfaces
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -148,7 +148,7 @@ def _open_journal(path, create):
     return fd
 
 
-class Journal(ports.StateStore):
+class Journal(interfaces.StateStore):
     def __init__(self, path, create=False):
         if create:
             os.makedirs(os.path.dirname(os.path.abspath(path)),

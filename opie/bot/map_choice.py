@@ -13,7 +13,7 @@ that allow no normal-only run leave the HADS map as the only one.
 
 The second test runs the simulated cloud (:mod:`opie.bot.sim.backend`),
 whatever backend the job itself runs on: what a map bills is what the
-scheduler makes of it, not the map's own sum.  The scheduler bills whole
+executor makes of it, not the map's own sum.  The executor bills whole
 allocation cycles, takes over at run time where the map leaves no room
 to, and moves queued work to cheaper idle servers (research note A9), so
 either map may run cheaper or dearer than it reads.  All this module asks
@@ -124,7 +124,7 @@ def take_over(plan, loss, fleet=None):
                           if start <= loss < end}
         movable += [t for t, start, _ in order if start > loss]
         fleet.add(server)
-    return takeover.plan(fleet, loss, movable)
+    return takeover.map_tasks(fleet, loss, movable)
 
 
 def survives_loss(plan):
@@ -136,7 +136,7 @@ def survives_loss(plan):
 
 
 def dry_run_cost(plan):
-    """What ``plan`` bills if nothing is lost: the scheduler run on the
+    """What ``plan`` bills if nothing is lost: the executor run on the
     simulated cloud, without preemption."""
     return sum(b['cost'] for b in backend.run(plan).bill)
 

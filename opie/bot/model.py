@@ -1,7 +1,7 @@
 """The job model: flavors, tasks, policy and the job itself.
 
 Everything here is immutable; the map builder (:mod:`opie.bot.job_map`)
-and the scheduler derive their state from it.  Times are seconds from the
+and the executor derive their state from it.  Times are seconds from the
 start of the job, prices are dollars per hour as the cloud quotes them.
 """
 import dataclasses
@@ -56,7 +56,7 @@ class Policy:
     dump_per_mb_s: float = 0.022
     # On a cloud, a run still going after hang_factor times its estimate
     # is hung: its server is deleted and it runs elsewhere, at most
-    # hang_retries times more, then fails (see opie.bot.scheduler).
+    # hang_retries times more, then fails (see opie.bot.executor).
     hang_factor: float = 3.0
     hang_retries: int = 1
 

@@ -1,6 +1,6 @@
 """The run report: built from the journal alone, checked against the bill.
 
-Every figure comes from the scheduler's journal (the StateStore), so a
+Every figure comes from the executor's journal (the StateStore), so a
 report can be rebuilt from a saved journal.  Billing follows the cloud's
 rule: whole seconds, rounded up per server, from the create call to the
 delete or the preemption, hibernated time excluded.  ``accounting`` says
@@ -13,7 +13,7 @@ from opie.bot import job_map
 from opie.bot import model
 
 _EPS = 1e-9
-# The records that end a server's bill: deleted by the client (scheduler
+# The records that end a server's bill: deleted by the client (executor
 # or cancel), lost to a preemption, or failed to boot.
 SERVER_ENDS = ('server_delete', 'server_preempted', 'server_boot_failed')
 

@@ -3,10 +3,10 @@
 Enough for the simulated cloud and for tests; a run against a real cloud
 wants stores that outlive the client.
 """
-from opie.bot import ports
+from opie.bot import interfaces
 
 
-class MemoryCheckpointStore(ports.CheckpointStore):
+class MemoryCheckpointStore(interfaces.CheckpointStore):
     def __init__(self):
         self._latest = {}
         self.taken = 0
@@ -19,7 +19,7 @@ class MemoryCheckpointStore(ports.CheckpointStore):
         return self._latest.get(task_id)
 
 
-class MemoryStateStore(ports.StateStore):
+class MemoryStateStore(interfaces.StateStore):
     def __init__(self):
         self._records = []
 

@@ -12,7 +12,7 @@ The take-over is the job-wide check behind them.  It maps every unfinished
 task that is not running on a normal server (queued anywhere, frozen on a
 hibernated server, running on a preemptible one, stranded) onto normal
 servers only: the live ones and the new ones the limits still allow, each
-new one after a boot.  A task counts from the fraction the scheduler last
+new one after a boot.  A task counts from the fraction the executor last
 read for it, and at the longest a restart can take from there: a
 checkpoint it writes later is read only when it moves (reading them for
 every map would cost a store read per task), and a restore costs one
@@ -26,10 +26,12 @@ goes to a better flavor.
 
 ``finish`` is when that map ends.  Waiting moves the end of a new server's
 queue by the wait and that of a live server's queue by no more, so the
-scheduler may leave tasks on preemptible servers until ``latest_start``
-and must hand the job over to the map then (:mod:`opie.bot.scheduler`).
-The planner asks the same question of its map at its riskiest moments
-(:func:`opie.bot.planner.survives_loss`).
+executor may leave tasks on preemptible servers until ``latest_start``
+and must hand the job over to the map then; the take-over watch
+(:mod:`opie.bot.takeover_watch`) holds the map and says when.  This module
+only maps, and keeps no state between maps.  The planner asks the same
+question of its map at its riskiest moments
+(:func:`opie.bot.map_choice.survives_loss`).
 """
 import dataclasses
 import heapq
@@ -37,12 +39,12 @@ import itertools
 import math
 import typing
 
+from opie.bot import assign
 from opie.bot import model
-from opie.bot import placement
 from opie.bot import projection
 
 EPSILON_S = 1e-6
-# How close to its latest start the scheduler hands a job over.
+# How close to its latest start the executor hands a job over.
 PRECISION_S = 1e-3
 
 
@@ -122,7 +124,7 @@ class TakeOver:
         return lo
 
 
-def plan(fleet, now, task_ids, without=None, previous=None):
+def map_tasks(fleet, now, task_ids, without=None, previous=None):
     """Map ``task_ids`` (none of them running on a normal server), as if
     server ``without`` were gone.
 
@@ -279,7 +281,7 @@ def _nowhere(now, task_id, limits=()):
 
 
 def _full(job, used):
-    return placement.full_limits(job, used, sorted(used))
+    return assign.full_limits(job, used, sorted(used))
 
 
 def _room(job, name, used):

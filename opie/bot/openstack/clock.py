@@ -9,10 +9,10 @@ import heapq
 import itertools
 import time
 
-from opie.bot import ports
+from opie.bot import interfaces
 
 
-class RealClock(ports.Clock):
+class RealClock(interfaces.Clock):
     def __init__(self, t0, speed=1.0):
         self.t0 = t0
         self.speed = speed

@@ -1,7 +1,7 @@
 """Run, resume, inspect or cancel a job on an OpenStack cloud.
 
 One loop, one thread: poll Nova for server changes, poll the agents'
-status, run the timers that are due, sleep.  Everything the scheduler
+status, run the timers that are due, sleep.  Everything the executor
 decides or sees goes to the SQLite journal first (:mod:`opie.bot.journal`),
 so the client may be killed at any point: ``resume`` rebuilds the job from
 the journal, the servers Nova still has with the job's tag, the agents'
@@ -34,6 +34,7 @@ from novaclient import exceptions as nova_exceptions
 
 from opie import clouds
 from opie.bot import datadir
+from opie.bot import executor as executor_mod
 from opie.bot import jobfile
 from opie.bot import journal as journal_mod
 from opie.bot import jobstatus
@@ -41,7 +42,6 @@ from opie.bot import lifecycle
 from opie.bot import map_choice
 from opie.bot import outputs
 from opie.bot import report
-from opie.bot import scheduler as scheduler_mod
 from opie.bot import staging
 from opie.bot import tasklogs
 from opie.bot.openstack import errors
@@ -117,7 +117,7 @@ class Job:
                                        datadir.of_jobs(jobs_dir), job_id)
         self.runner.watch(self.fetcher.ended)
         self.checkpoints = runner_mod.AgentCheckpoints(self.runner.reader)
-        self.scheduler = scheduler_mod.Scheduler(
+        self.scheduler = executor_mod.Executor(
             plan, self.clock, self.cloud, self.runner, self.checkpoints,
             journal, drop_at_mtt=True, watch_hangs=True)
         # While polls fail: {'failures', 'for_s' (wall), 'error'}.
@@ -336,14 +336,14 @@ def _adopt(ctx, job):
             deleting.add(r['server'])
         elif ev == 'task_start':
             started[(r['task'], r['server'])] = r['t']
-            ctx.runner.started(r['task'], scheduler_mod.server_name(
+            ctx.runner.started(r['task'], executor_mod.server_name(
                 job, created[r['server']]['key']))
     cloud, runner = ctx.cloud, ctx.runner
     for sid in sorted((deleting | errored) & created.keys()):
         # Deleted, or about to be, when the client died: again, as the
         # call may never have reached Nova (a server in ERROR is both
         # lost to the job and still there).
-        cloud.adopt(sid, scheduler_mod.server_name(job, created[sid]['key']),
+        cloud.adopt(sid, executor_mod.server_name(job, created[sid]['key']),
                     nova.BUILD)
         cloud.delete_server(sid)
         if sid not in gone:
@@ -353,7 +353,7 @@ def _adopt(ctx, job):
                 {'t': now, 'event': 'server_delete', 'server': sid,
                  'reason': 'resumed delete'})
             gone.add(sid)
-    # An intent's key is the server's name (scheduler_mod.server_name).
+    # An intent's key is the server's name (executor_mod.server_name).
     for sid, name in cloud.orphans(intents, created):
         cloud.adopt(sid, name, nova.BUILD)
         cloud.delete_server(sid)
@@ -364,7 +364,7 @@ def _adopt(ctx, job):
         runner.unjournalled(name)
     live = {sid: r for sid, r in created.items() if sid not in gone}
     for sid, r in live.items():
-        cloud.adopt(sid, scheduler_mod.server_name(job, r['key']),
+        cloud.adopt(sid, executor_mod.server_name(job, r['key']),
                     nova.ACTIVE if sid in active else nova.BUILD)
     # Before the results are read: an assignment is journalled after it
     # is written.
@@ -383,7 +383,7 @@ def _adopt(ctx, job):
         tasks = assigned[sid]
         runner.drop(sid, [t for t in tasks if t in done])
         flavor = job.flavors[r['flavor']]
-        adopted.append(scheduler_mod.Adopted(
+        adopted.append(executor_mod.Adopted(
             sid, r['key'], flavor, r['market'], r['t'], sid in active,
             {t: (a['start'], started.get((t, sid), now))
              for t, a in tasks.items() if t not in done}))
@@ -416,7 +416,7 @@ def _journal_finished_while_away(ctx, created, tasks, now):
     """Tasks committed while no client ran end in the journal as any
     other, at the time and on the server whose agent committed them, so
     that ``status`` and the report count them."""
-    by_name = {scheduler_mod.server_name(ctx.plan.job, r['key']): sid
+    by_name = {executor_mod.server_name(ctx.plan.job, r['key']): sid
                for sid, r in created.items()}
     ends = []
     for task_id in tasks:
@@ -439,7 +439,7 @@ def _horizon(ctx):
 
 def loop(ctx, progress=None, progress_every_s=10.0, patient=False):
     """Drive the job until it is done, or until its horizon, when every
-    server is deleted (:meth:`Scheduler.stop`); True if it finished.
+    server is deleted (:meth:`Executor.stop`); True if it finished.
     ``patient``: never give up on failed polls (see the module
     docstring)."""
     sched = ctx.scheduler
@@ -657,7 +657,7 @@ def cancel(jobs_dir, job_id, cloud=None, delete_results=False):
 
 def stop(journal, job, conn, settings, clock, reason):
     """End a job whose driver cannot go on (a controller's error), from
-    its journal alone, as :meth:`Scheduler.stop` does from a running
+    its journal alone, as :meth:`Executor.stop` does from a running
     client: journal ``stopped`` with ``reason`` (unless the journal
     shows the job stopped already: a horizon stop the cloud cut short),
     then delete every server the journal shows, each journalled.
@@ -684,10 +684,10 @@ def _delete_servers(journal, job_id, job, conn, settings, clock, reason):
     records = journal.records()
     created, intents = _owned(records)
     for sid, r in created.items():
-        cloud_.adopt(sid, scheduler_mod.server_name(job, r['key']),
+        cloud_.adopt(sid, executor_mod.server_name(job, r['key']),
                      nova.BUILD)
     for sid, key in _guard(cloud_.orphans, intents, created):
-        cloud_.adopt(sid, scheduler_mod.server_name(job, key), nova.BUILD)
+        cloud_.adopt(sid, executor_mod.server_name(job, key), nova.BUILD)
     kept = _guard(cloud_.delete_all, reason)
     ended = sorted(_billing(records) - set(kept))
     for sid in ended:

@@ -39,7 +39,7 @@ from keystoneauth1 import adapter
 from novaclient import client as nova_client
 from novaclient import exceptions as nova_exc
 
-from opie.bot import ports
+from opie.bot import interfaces
 from opie.core import preemptible as rc
 
 API_VERSION = '2.60'      # 2.52 tags at create, 2.37 nics=none
@@ -75,7 +75,7 @@ def client(conn):
         endpoint_type=compute['interface'])
 
 
-class NovaCloud(ports.Cloud):
+class NovaCloud(interfaces.Cloud):
     def __init__(self, conn, job_id, image, network, journal, clock,
                  user_data, unshelve_every_s=60.0):
         self.nova = client(conn)
@@ -239,19 +239,19 @@ class NovaCloud(ports.Cloud):
         if status == 'ACTIVE':
             entry['state'] = ACTIVE
             if old == SHELVED:
-                self._emit(ports.RESUMED, sid)
+                self._emit(interfaces.RESUMED, sid)
             if not entry['booted']:
                 # Also when a poll missed the first ACTIVE (shelved
                 # between two polls, or while no client ran).
                 entry['booted'] = True
-                self._emit(ports.ACTIVE, sid)
+                self._emit(interfaces.ACTIVE, sid)
         elif status in ('SHELVED', 'SHELVED_OFFLOADED') and old != SHELVED:
             entry['state'] = SHELVED
-            self._emit(ports.HIBERNATED, sid)
+            self._emit(interfaces.HIBERNATED, sid)
         elif status in ('DELETED', 'SOFT_DELETED'):
             entry['state'] = GONE
             if sid not in self.deleting:
-                self._emit(ports.TERMINATED, sid)
+                self._emit(interfaces.TERMINATED, sid)
         elif status == 'ERROR':
             # Journalled first: a resumed client deletes a server whose
             # error it finds in the journal, whenever this one died.
@@ -259,7 +259,7 @@ class NovaCloud(ports.Cloud):
             self.journal.append({'t': self.clock.now(),
                                  'event': 'server_error', 'server': sid})
             self._delete(sid, 'boot failed')
-            self._emit(ports.BOOT_FAILED, sid)
+            self._emit(interfaces.BOOT_FAILED, sid)
 
     def _retry_unshelve(self):
         now = time.monotonic()
@@ -310,7 +310,7 @@ class NovaCloud(ports.Cloud):
                 if not self._delete(sid, reason)]
 
     def _emit(self, kind, sid):
-        event = ports.ServerEvent(kind, sid)
+        event = interfaces.ServerEvent(kind, sid)
         for listener in self._listeners:
             listener(event)
 

@@ -1,4 +1,4 @@
-"""The Runner and CheckpointStore ports on the task agent.
+"""The Runner and CheckpointStore interfaces on the task agent.
 
 The client never reaches a server: it writes each server's assignment to
 the job's object store and reads back the agent's status, the checkpoints
@@ -27,7 +27,7 @@ import math
 import os
 
 from opie.bot import agent
-from opie.bot import ports
+from opie.bot import interfaces
 from opie.bot import staging
 
 AGENT_SOURCE = os.path.join(os.path.dirname(agent.__file__), 'agent.py')
@@ -135,7 +135,7 @@ class Reader:
 
 class AgentCheckpoints:
     """The read side of the CheckpointStore port: agents write the
-    checkpoints, the scheduler only asks for the latest."""
+    checkpoints, the executor only asks for the latest."""
 
     def __init__(self, reader):
         self.reader = reader
@@ -147,8 +147,8 @@ class AgentCheckpoints:
         latest = self._latest('checkpoints/%s/latest.json' % task_id)
         if latest is None:
             return None
-        return ports.Checkpoint(task_id, latest['fraction'],
-                                latest['server'], latest['written_at'])
+        return interfaces.Checkpoint(task_id, latest['fraction'],
+                                     latest['server'], latest['written_at'])
 
     def taken(self):
         """Checkpoints written so far, all tasks."""
@@ -157,7 +157,7 @@ class AgentCheckpoints:
                    if key.endswith('/latest.json'))
 
 
-class AgentRunner(ports.Runner):
+class AgentRunner(interfaces.Runner):
     def __init__(self, store, names, journal, clock, speed, retries=0):
         self.store = store
         self.names = names          # server id -> name in the store
@@ -186,7 +186,7 @@ class AgentRunner(ports.Runner):
         report = self.status.get(server_id, {}).get(task_id)
         progress = report['progress'] if report is not None else \
             self.assigned[server_id][task_id]['start']
-        return ports.TaskStatus(running=True, progress=progress)
+        return interfaces.TaskStatus(running=True, progress=progress)
 
     def kill(self, server_id, task_id):
         self.assigned[server_id].pop(task_id, None)
@@ -310,13 +310,13 @@ class AgentRunner(ports.Runner):
                 self._emit(server_id, task_id)
 
     def _emit(self, server_id, task_id):
-        event = ports.TaskEvent(ports.FINISHED, server_id, task_id)
+        event = interfaces.TaskEvent(interfaces.FINISHED, server_id, task_id)
         for listener in self._listeners:
             listener(event)
 
     def server_event(self, event):
         """A lost server runs nothing any more."""
-        if event.kind in (ports.TERMINATED, ports.BOOT_FAILED):
+        if event.kind in (interfaces.TERMINATED, interfaces.BOOT_FAILED):
             self.assigned.pop(event.server_id, None)
             self.status.pop(event.server_id, None)
 

@@ -1,8 +1,8 @@
-"""Wire the scheduler to the simulated cloud and run one job to its end."""
+"""Wire the executor to the simulated cloud and run one job to its end."""
 import dataclasses
 import typing
 
-from opie.bot import scheduler
+from opie.bot import executor
 from opie.bot import stores
 from opie.bot.sim import clock as clock_mod
 from opie.bot.sim import cloud as cloud_mod
@@ -39,8 +39,8 @@ def run(plan, kh=0.0, kr=0.0, seed=0, mode=preemption.HIBERNATE,
     store = stores.MemoryCheckpointStore()
     journal = stores.MemoryStateStore()
     runner = runner_mod.SimRunner(clock, cloud, store)
-    sched = scheduler.Scheduler(plan, clock, cloud, runner, store, journal,
-                                on_done=clock.stop)
+    sched = executor.Executor(plan, clock, cloud, runner, store, journal,
+                              on_done=clock.stop)
     if trace is not None:
         source = preemption.TraceReplay(clock, cloud, trace)
     else:

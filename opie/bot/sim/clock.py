@@ -2,7 +2,7 @@
 import heapq
 import itertools
 
-from opie.bot import ports
+from opie.bot import interfaces
 
 
 class Timer:
@@ -15,7 +15,7 @@ class Timer:
         self.live = True
 
 
-class SimClock(ports.Clock):
+class SimClock(interfaces.Clock):
     def __init__(self):
         self._now = 0.0
         self._heap = []

@@ -10,8 +10,8 @@ import dataclasses
 import math
 import typing
 
+from opie.bot import interfaces
 from opie.bot import model
-from opie.bot import ports
 
 
 @dataclasses.dataclass
@@ -46,7 +46,7 @@ class SimServer:
         self.hibernated_since = None
 
 
-class SimCloud(ports.Cloud):
+class SimCloud(interfaces.Cloud):
     def __init__(self, clock, boot_s):
         self.clock = clock
         self.boot_s = boot_s
@@ -100,7 +100,7 @@ class SimCloud(ports.Cloud):
                 server.boot_timer = None
                 server.boot_left = server.boot_done - self.clock.now()
             self._tell('server_frozen', server.id)
-            self._emit(ports.HIBERNATED, server)
+            self._emit(interfaces.HIBERNATED, server)
         return len(hit)
 
     def resume(self, flavor_name):
@@ -114,7 +114,7 @@ class SimCloud(ports.Cloud):
             if not server.active:
                 self._boot(server)
             self._tell('server_thawed', server.id)
-            self._emit(ports.RESUMED, server)
+            self._emit(interfaces.RESUMED, server)
         return len(hit)
 
     def terminate(self, flavor_name):
@@ -125,7 +125,7 @@ class SimCloud(ports.Cloud):
                 continue
             self._end(server)
             self._tell('server_lost', server.id)
-            self._emit(ports.TERMINATED, server)
+            self._emit(interfaces.TERMINATED, server)
         return len(hit)
 
     def bill(self):
@@ -148,7 +148,7 @@ class SimCloud(ports.Cloud):
         server.boot_timer = None
         server.boot_left = 0.0
         server.active = True
-        self._emit(ports.ACTIVE, server)
+        self._emit(interfaces.ACTIVE, server)
 
     def _end(self, server):
         if server.boot_timer is not None:
@@ -163,6 +163,6 @@ class SimCloud(ports.Cloud):
             getattr(hook, method)(server_id)
 
     def _emit(self, kind, server):
-        event = ports.ServerEvent(kind, server.id)
+        event = interfaces.ServerEvent(kind, server.id)
         for listener in self._listeners:
             listener(event)

@@ -6,7 +6,7 @@ as the run passes them; to avoid one timer per checkpoint they are written
 at the task's next change of state (finish, freeze, kill, loss), which is
 the first moment anyone can look at them.
 """
-from opie.bot import ports
+from opie.bot import interfaces
 
 
 class _Run:
@@ -26,7 +26,7 @@ class _Run:
         return self.elapsed + (0.0 if self.since is None else now - self.since)
 
 
-class SimRunner(ports.Runner):
+class SimRunner(interfaces.Runner):
     def __init__(self, clock, cloud, store):
         self.clock = clock
         self.store = store
@@ -53,8 +53,8 @@ class SimRunner(ports.Runner):
         r = self._runs[task_id]
         elapsed = r.elapsed_at(self.clock.now())
         done = r.run.start + (1.0 - r.run.start) * elapsed / r.run.wall_s
-        return ports.TaskStatus(running=r.since is not None,
-                                progress=min(done, 1.0))
+        return interfaces.TaskStatus(running=r.since is not None,
+                                     progress=min(done, 1.0))
 
     def kill(self, server_id, task_id):
         self._drop(self._runs[task_id])
@@ -93,8 +93,8 @@ class SimRunner(ports.Runner):
         saved = r.run.saved_after(r.elapsed_at(self.clock.now()))
         due = [f for f in r.run.checkpoints if f <= saved][r.written:]
         for fraction in due:
-            self.store.put(ports.Checkpoint(r.task_id, fraction,
-                                            r.server_id, self.clock.now()))
+            self.store.put(interfaces.Checkpoint(
+                r.task_id, fraction, r.server_id, self.clock.now()))
         r.written += len(due)
 
     def _drop(self, r):
@@ -107,6 +107,7 @@ class SimRunner(ports.Runner):
         r.elapsed = r.run.wall_s
         r.since = None
         self._drop(r)
-        event = ports.TaskEvent(ports.FINISHED, r.server_id, r.task_id)
+        event = interfaces.TaskEvent(interfaces.FINISHED, r.server_id,
+                                     r.task_id)
         for listener in self._listeners:
             listener(event)

@@ -1,7 +1,7 @@
 """The client's side of the agent protocol, against a directory store."""
 from opie.bot import agent
 from opie.bot import checkpoint
-from opie.bot import ports
+from opie.bot import interfaces
 from opie.bot import stores as memory
 from opie.bot.openstack import runner as runner_mod
 
@@ -54,7 +54,7 @@ def test_finished_report_ends_the_task_once(tmp_path):
     runner.poll_all()
     runner.poll_all()
 
-    assert events == [ports.TaskEvent(ports.FINISHED, 's1', 't1')]
+    assert events == [interfaces.TaskEvent(interfaces.FINISHED, 's1', 't1')]
     assert agent.read_json(store, 'servers/name-s1/assign.json') == {}
     assert journal.records() == []
 
@@ -75,13 +75,13 @@ def test_duplicate_run_is_journalled(tmp_path):
 def test_task_committed_elsewhere_is_not_run_again(tmp_path):
     store, journal, runner, events = make(tmp_path)
     runner.start('s0', 't2', RUN)
-    runner.server_event(ports.ServerEvent(ports.TERMINATED, 's0'))
+    runner.server_event(interfaces.ServerEvent(interfaces.TERMINATED, 's0'))
     store.create('results/t2.json', b'{"server": "name-s0", "attempt": 1}')
     runner.start('s1', 't2', RUN)
 
     runner.poll_all()
 
-    assert events == [ports.TaskEvent(ports.FINISHED, 's1', 't2')]
+    assert events == [interfaces.TaskEvent(interfaces.FINISHED, 's1', 't2')]
     assert [r['event'] for r in journal.records()] == [
         'task_found_committed']
     assert agent.read_json(store, 'servers/name-s1/assign.json') == {}
@@ -90,7 +90,7 @@ def test_task_committed_elsewhere_is_not_run_again(tmp_path):
 def test_a_lost_server_reports_nothing_more(tmp_path):
     store, _, runner, events = make(tmp_path)
     runner.start('s1', 't1', RUN)
-    runner.server_event(ports.ServerEvent(ports.TERMINATED, 's1'))
+    runner.server_event(interfaces.ServerEvent(interfaces.TERMINATED, 's1'))
     store.create('results/t1.json', b'{"server": "name-x", "attempt": 9}')
 
     runner.poll_all()

@@ -5,7 +5,7 @@ flavor offered only as preemptible, preemptible prices above normal ones,
 limits that bind, tasks whose memory fits only some flavors, run times
 that do not follow the flavors' speed) and every
 Dspot rule, numeric ones past D included.  Each job runs under the HADS
-Table 8 scenarios and under adversarial traces aimed at the scheduler's
+Table 8 scenarios and under adversarial traces aimed at the executor's
 weak moments: every flavor lost just before Dspot, a resume one second
 before mtt followed by a second loss, and random bursts.  The properties
 (doc: tenant/ambiguities, "The deadline guarantee"):
@@ -130,7 +130,7 @@ def _all_flavors(job, time_s, event):
 
 
 def adversaries(plan, rng):
-    """Traces aimed at Dspot, at mtt and at the scheduler's bookkeeping."""
+    """Traces aimed at Dspot, at mtt and at the executor's bookkeeping."""
     job = plan.job
     late = max(plan.dspot - 1.0, 0.0)
     yield 'lost-before-dspot', _all_flavors(job, late, preemption.HIBERNATE)
@@ -263,7 +263,7 @@ def _map_sum(plan):
                for s in plan.servers) / 3600.0
 
 
-def test_the_plan_is_chosen_by_what_the_scheduler_bills():
+def test_the_plan_is_chosen_by_what_the_executor_bills():
     # Job 2949 of the generator: by the maps' own numbers the HADS map (a
     # dear normal server and a cheap preemptible one) bills less than the
     # baseline; run, it bills more, because on the baseline's run the

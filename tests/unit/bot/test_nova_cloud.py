@@ -5,7 +5,7 @@ import pytest
 
 from novaclient import exceptions as nova_exc
 
-from opie.bot import ports
+from opie.bot import interfaces
 from opie.bot import stores as memory
 from opie.bot.openstack import nova
 from tests.unit.bot import helpers
@@ -94,8 +94,9 @@ def test_states_become_events_once():
     cloud.poll(full=True)
 
     assert [(e.kind, e.server_id) for e in events] == [
-        (ports.ACTIVE, 'a'), (ports.ACTIVE, 'b'), (ports.HIBERNATED, 'a'),
-        (ports.RESUMED, 'a'), (ports.TERMINATED, 'b')]
+        (interfaces.ACTIVE, 'a'), (interfaces.ACTIVE, 'b'),
+        (interfaces.HIBERNATED, 'a'), (interfaces.RESUMED, 'a'),
+        (interfaces.TERMINATED, 'b')]
     # A shelved server is asked to come back while it is shelved.
     assert servers.unshelved == ['a']
 
@@ -117,7 +118,7 @@ def test_an_active_state_no_poll_saw_still_boots_the_server(seen_building):
     cloud.poll(full=True)
     cloud.poll(full=True)
     assert [e.kind for e in events] == [
-        ports.HIBERNATED, ports.RESUMED, ports.ACTIVE]
+        interfaces.HIBERNATED, interfaces.RESUMED, interfaces.ACTIVE]
 
 
 def test_own_delete_is_no_preemption():
@@ -157,7 +158,7 @@ def test_error_at_boot_is_a_boot_failure_deleted():
 
     # Journalled and deleted before the scheduler hears of it, so a
     # client killed in between deletes it on resume.
-    assert [e.kind for e in events] == [ports.BOOT_FAILED]
+    assert [e.kind for e in events] == [interfaces.BOOT_FAILED]
     assert servers.deleted == ['e']
     assert [r['event'] for r in journal.records()] == [
         'server_error', 'server_deleting']

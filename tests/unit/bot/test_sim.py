@@ -1,8 +1,8 @@
 import pytest
 
 from opie.bot import checkpoint
+from opie.bot import interfaces
 from opie.bot import model
-from opie.bot import ports
 from opie.bot import stores
 from opie.bot.sim import clock as clock_mod
 from opie.bot.sim import cloud as cloud_mod
@@ -48,9 +48,9 @@ def test_boot_billing_and_hibernation_not_billed():
     w.at(700, w.cloud.resume, 'f')
     w.at(1000.2, w.cloud.delete_server, sid)
     w.clock.run(until=5000)
-    assert w.events == [(100, ports.ACTIVE, sid),
-                        (300, ports.HIBERNATED, sid),
-                        (700, ports.RESUMED, sid)]
+    assert w.events == [(100, interfaces.ACTIVE, sid),
+                        (300, interfaces.HIBERNATED, sid),
+                        (700, interfaces.RESUMED, sid)]
     (bill,) = w.cloud.bill()
     assert bill['billed_s'] == 601      # 1000.2 - 400 hibernated, rounded up
     assert bill['cost'] == pytest.approx(601 * 0.03 / 3600)
@@ -66,7 +66,7 @@ def test_hibernation_during_boot_delays_active_and_new_servers_start_frozen():
     normal = w.cloud.create_server('n', f, preemptible=False)
     w.at(240, w.cloud.resume, 'f')
     w.clock.run(until=5000)
-    active = {sid: t for t, kind, sid in w.events if kind == ports.ACTIVE}
+    active = {sid: t for t, kind, sid in w.events if kind == interfaces.ACTIVE}
     assert active == {normal: 100, first: 300, second[0]: 340}
 
 
@@ -76,7 +76,7 @@ def test_terminate_loses_the_servers_and_stops_billing():
     sid = w.cloud.create_server('s', f, preemptible=True)
     w.at(500, w.cloud.terminate, 'f')
     w.clock.run(until=5000)
-    assert w.events[-1] == (500, ports.TERMINATED, sid)
+    assert w.events[-1] == (500, interfaces.TERMINATED, sid)
     assert w.cloud.bill()[0]['billed_s'] == 500
 
 
@@ -97,7 +97,7 @@ def test_runner_freezes_and_writes_checkpoints_it_passed():
     w.at(1250, w.cloud.resume, 'f')
     w.clock.run(until=10000)
     # 3 checkpoints at 25/50/75 %; by t=250 two were written.
-    finished = [t for t, kind, _ in w.events if kind == ports.FINISHED]
+    finished = [t for t, kind, _ in w.events if kind == interfaces.FINISHED]
     assert finished == [pytest.approx(1 + run.wall_s + 1000)]
     assert w.store.taken == 3
     assert w.store.latest('t00').fraction == 0.75
@@ -113,13 +113,13 @@ def test_runner_kill_keeps_latest_checkpoint_for_restore():
     w.clock.run(until=10000)
     latest = w.store.latest('t00')
     assert latest.fraction == 0.5 and latest.server_id == sid
-    assert not [e for e in w.events if e[1] == ports.FINISHED]
+    assert not [e for e in w.events if e[1] == interfaces.FINISHED]
     again = checkpoint.plan_run(job.policy, job.tasks[0], f, model.NORMAL,
                                 latest.fraction)
     with pytest.raises(ValueError):
         w.runner.restore(sid, 't00', again, None)
     w.runner.restore(sid, 't00', again, latest)
-    assert w.runner.poll(sid, 't00') == ports.TaskStatus(True, 0.5)
+    assert w.runner.poll(sid, 't00') == interfaces.TaskStatus(True, 0.5)
 
 
 def test_poisson_emulator_rates_and_seeds():
@@ -154,7 +154,8 @@ def test_trace_replay_and_its_errors(tmp_path):
     preemption.TraceReplay(w.clock, w.cloud, events).start()
     w.clock.run(until=100)
     assert [(t, k) for t, k, _ in w.events] == [
-        (0, ports.ACTIVE), (10, ports.HIBERNATED), (20, ports.RESUMED)]
+        (0, interfaces.ACTIVE), (10, interfaces.HIBERNATED),
+        (20, interfaces.RESUMED)]
     for body, message in [('time_s,flavor,event\nx,f,hibernate\n', ':2:'),
                           ('time_s,flavor,event\n1,zz,hibernate\n', 'zz'),
                           ('time_s,flavor,event\n1,f,explode\n', 'explode')]:

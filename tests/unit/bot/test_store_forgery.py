@@ -14,8 +14,8 @@ import pytest
 
 from opie.bot import agent
 from opie.bot import cli
+from opie.bot import interfaces
 from opie.bot import outputs
-from opie.bot import ports
 from opie.bot.openstack import runner as runner_mod
 from tests.unit.bot.test_agent_runner import RUN, finish, make
 from tests.unit.bot.test_task_io_attacks import DictStore
@@ -66,14 +66,14 @@ def test_a_result_of_no_run_the_client_assigned_is_not_committed(
 def test_a_result_of_an_earlier_run_is_committed(tmp_path):
     store, journal, runner, events = make(tmp_path)
     runner.start('s0', 't1', RUN)
-    runner.server_event(ports.ServerEvent(ports.TERMINATED, 's0'))
+    runner.server_event(interfaces.ServerEvent(interfaces.TERMINATED, 's0'))
     runner.start('s1', 't1', RUN)
     agent.write_json(store, 'results/t1.json',
                      {'server': 'name-s0', 'attempt': 1})
 
     runner.poll_all()
 
-    assert events == [ports.TaskEvent(ports.FINISHED, 's1', 't1')]
+    assert events == [interfaces.TaskEvent(interfaces.FINISHED, 's1', 't1')]
     assert runner.results() == {'t1'}
 
 
@@ -105,8 +105,8 @@ def test_a_forged_status_is_no_report(tmp_path, body):
     runner.poll_all()
 
     assert events == []
-    assert runner.poll('s1', 't1') == ports.TaskStatus(running=True,
-                                                       progress=0.0)
+    assert runner.poll('s1', 't1') == interfaces.TaskStatus(running=True,
+                                                            progress=0.0)
     assert [r['key'] for r in unusable(journal)] == [
         'servers/name-s1/status.json']
 
@@ -121,7 +121,7 @@ def test_a_reported_end_without_a_result_of_the_task_is_no_end(tmp_path):
     assert events == []
     store.create('results/t1.json', b'{"server": "name-s1", "attempt": 1}')
     runner.poll_all()
-    assert events == [ports.TaskEvent(ports.FINISHED, 's1', 't1')]
+    assert events == [interfaces.TaskEvent(interfaces.FINISHED, 's1', 't1')]
 
 
 @pytest.mark.parametrize('body', FORGED[:4] + [

@@ -4,14 +4,15 @@ import random
 
 import pytest
 
+from opie.bot import executor
 from opie.bot import fleet as fleet_mod
 from opie.bot import job_map
 from opie.bot import map_choice
 from opie.bot import model
 from opie.bot import report
-from opie.bot import scheduler
 from opie.bot import stores
 from opie.bot import takeover
+from opie.bot import takeover_watch
 from opie.bot.sim import backend
 from opie.bot.sim import clock as clock_mod
 from opie.bot.sim import cloud as cloud_mod
@@ -75,7 +76,7 @@ def test_the_map_keeps_to_the_limits_and_to_memory():
         + tuple(_task('s%d' % i, 200 + 10 * i, 5.0, names) for i in range(6))
     job = _job([big, small], tasks, max_normal=2)
     fleet = fleet_mod.Fleet(job)
-    mapped = takeover.plan(fleet, 0.0, [t.id for t in tasks])
+    mapped = takeover.map_tasks(fleet, 0.0, [t.id for t in tasks])
     placed = [t for target in mapped.targets for t in target.tasks]
     assert sorted(placed) == sorted(t.id for t in tasks)
     used = {}
@@ -96,8 +97,8 @@ def test_tasks_that_fit_few_flavors_keep_a_place_in_the_limits():
     tasks = tuple(_task('s%d' % i, 600, 5.0, names) for i in range(4)) \
         + (_task('m0', 100, 12000.0, names),)
     job = _job([big, small], tasks, max_normal=4)
-    mapped = takeover.plan(fleet_mod.Fleet(job), 0.0,
-                           [t.id for t in tasks])
+    mapped = takeover.map_tasks(fleet_mod.Fleet(job), 0.0,
+                                [t.id for t in tasks])
     assert mapped.finish < 2100.0
     (target,) = [t for t in mapped.targets if 'm0' in t.tasks]
     assert target.flavor is big
@@ -106,7 +107,7 @@ def test_tasks_that_fit_few_flavors_keep_a_place_in_the_limits():
 def test_a_task_no_normal_server_can_run_names_why():
     f = _flavor('f', ram_gb=2.0, normal=1)
     job = _job([f], (_task('huge', 100, 9000.0),))
-    mapped = takeover.plan(fleet_mod.Fleet(job), 0.0, ['huge'])
+    mapped = takeover.map_tasks(fleet_mod.Fleet(job), 0.0, ['huge'])
     assert mapped.finish == float('inf')
     assert any('huge' in why for why in mapped.limits)
 
@@ -121,7 +122,7 @@ def test_waiting_costs_nothing_while_running_tasks_set_the_end():
                deadline=2000.0)
     fleet = fleet_mod.Fleet(job)
     _normal(fleet, 'n0', f, running=[('run', 1000.0)])
-    mapped = takeover.plan(fleet, 100.0, ['risk'])
+    mapped = takeover.map_tasks(fleet, 100.0, ['risk'])
     assert mapped.finish == 1400.0
     assert mapped.latest_start(2000.0) == pytest.approx(1600.0, abs=0.01)
     assert mapped.finish_at(mapped.latest_start(2000.0)) <= 2000.0
@@ -148,10 +149,10 @@ def test_a_later_map_never_ends_later_than_the_wait():
         if fits and rng.random() < 0.7:
             _normal(fleet, 'n0', fits[0], ready=rng.uniform(0, 300))
         ids = [t.id for t in tasks]
-        first = takeover.plan(fleet, 100.0, ids)
+        first = takeover.map_tasks(fleet, 100.0, ids)
         wait = rng.uniform(0.0, 400.0)
         left = [t for t in ids if rng.random() < 0.8] or ids[:1]
-        later = takeover.plan(fleet, 100.0 + wait, left, previous=first)
+        later = takeover.map_tasks(fleet, 100.0 + wait, left, previous=first)
         assert later.finish <= first.finish + wait + 1e-9, case
 
 
@@ -182,7 +183,7 @@ def test_the_planner_finds_the_one_loss_the_take_over_cannot_survive(
     # Up to EXACT_LOSSES ends every one is tried; past that, the ends
     # where the least time is left for the most work are.  An even sample
     # of the ends missed this one (issue 12, F1), so a plan the normal
-    # servers could not rescue was kept, and the scheduler handed it over
+    # servers could not rescue was kept, and the executor handed it over
     # at run time with no preemption at all, at a higher cost.
     monkeypatch.setattr(map_choice, 'EXACT_LOSSES', exact)
     plan = _one_loss_breaks_it()
@@ -193,7 +194,7 @@ def test_the_planner_finds_the_one_loss_the_take_over_cannot_survive(
     assert not map_choice.survives_loss(plan)
 
 
-# -- the scheduler ------------------------------------------------------------
+# -- the executor -------------------------------------------------------------
 
 def test_frozen_servers_do_not_count_on_the_same_normal_server():
     # Two preemptible servers hibernate and never come back; the only
@@ -248,7 +249,7 @@ def test_a_start_that_would_break_the_take_over_waits_for_it():
 
 def test_without_the_start_check_the_queue_misses(monkeypatch):
     # The check above is what makes the difference.
-    monkeypatch.setattr(scheduler.Scheduler, '_may_start',
+    monkeypatch.setattr(takeover_watch.Watch, 'may_start',
                         lambda self, server, task_id: True)
     result = _queued_behind()
     assert not report.build(result)['result']['deadline_met']
@@ -299,12 +300,12 @@ def test_starts_held_for_a_hand_over_that_is_not_coming_go_ahead(
     # A start held back because a hand-over was due must still happen
     # when the hand-over is no longer needed; a held start once hung a
     # job for good.
-    start = scheduler.Scheduler.start
+    start = executor.Executor.start
 
     def due_at_the_start(self):
         start(self)
-        self._take_over_due = True
-    monkeypatch.setattr(scheduler.Scheduler, 'start', due_at_the_start)
+        self.watch.due = True
+    monkeypatch.setattr(executor.Executor, 'start', due_at_the_start)
     f = _flavor('f', normal=1)
     job = _job([f], (_task('a', 300), _task('b', 300)))
     plan = _hand_plan(job, [('n0', 'f', model.NORMAL, ['a', 'b'])])
@@ -324,11 +325,11 @@ def test_a_resumed_client_hands_a_handed_over_job_over_again():
     store = stores.MemoryCheckpointStore()
     journal = stores.MemoryStateStore()
     runner = runner_mod.SimRunner(clock, cloud, store)
-    sched = scheduler.Scheduler(plan, clock, cloud, runner, store, journal,
-                                on_done=clock.stop)
+    sched = executor.Executor(plan, clock, cloud, runner, store, journal,
+                              on_done=clock.stop)
     spot = cloud.create_server('takeover-p0', f, True)
-    sched.adopt([scheduler.Adopted(spot, 'p0', f, model.PREEMPTIBLE, 0.0,
-                                   False, {})], set(), 1, taken_over=True)
+    sched.adopt([executor.Adopted(spot, 'p0', f, model.PREEMPTIBLE, 0.0,
+                                  False, {})], set(), 1, taken_over=True)
     clock.run(until=10 * job.deadline_s)
     records = journal.records()
     assert [r for r in records if r['event'] == 'take_over']

@@ -1,23 +1,28 @@
-"""Where a task may go: HADS Alg. 4, 6, 7 and 8 as pure decisions.
+"""Where a task goes: HADS Alg. 4, 6, 7 and 8, and Eq. 4, as pure decisions.
 
-``check`` is Alg. 7: a task may join a preemptible server only if, with
-it, the server still leaves time before D to re-run its longest task
-elsewhere after a last-minute preemption (``D - eft > e_m + alpha``; e_m
-counts the re-run on the fastest flavor a normal server may use, when
-that is slower, see :meth:`opie.bot.fleet.Fleet.spare`).  A normal server
-is never preempted, so there the task only has to end before D (research
-note A8).
+``keeps_spare`` is Alg. 7's spare-time rule, the one place it is written:
+a preemptible server whose queue ends at ``eft`` must still leave time
+before D to re-run its longest task elsewhere after a last-minute
+preemption (``D - eft > e_m + alpha``; e_m counts the re-run on the
+fastest flavor a normal server may use, when that is slower, see
+:meth:`opie.bot.fleet.Fleet.spare`).  ``check`` applies it to a task
+joining a server; the executor applies it again when a resumed server's
+queue moved later.  A normal server is never preempted, so there the task
+only has to end before D (research note A8).
 
 ``estimate_rt`` is Alg. 4 on copies: it tries the servers already chosen,
 then idle, then busy ones, each by price, then new normal servers, and
-returns how long the whole queue would take from now (A7).  ``target`` is
-Alg. 6's choice for one task: idle, then busy servers (preemptible first,
-then by price), then the cheapest new normal server that ends the task
-before D.  ``stealable`` is Alg. 8's candidate set: queued tasks that would
-otherwise start after their server's current allocation cycle (A9: the
-paper's "start", not the code's "end"); a normal thief steals only from
-normal servers, since moving work from a cheap server to a dear one saves
-nothing.
+returns how long the whole queue would take from now (A7); ``mtt`` is
+Eq. 4 on it.  ``target`` is Alg. 6's choice for one task: idle, then busy
+servers (preemptible first, then by price), then the cheapest new normal
+server that ends the task before D.  ``stealable`` is Alg. 8's candidate
+set: queued tasks that would otherwise start after their server's current
+allocation cycle (A9: the paper's "start", not the code's "end"); a normal
+thief steals only from normal servers, since moving work from a cheap
+server to a dear one saves nothing.
+
+Nothing here changes a server or talks to the cloud: the executor
+(:mod:`opie.bot.executor`) asks, then acts.
 """
 import bisect
 import dataclasses
@@ -52,7 +57,9 @@ def full_limits(job, used, names):
     return tuple(full)
 
 
-class Placement:
+class Assigner:
+    """The decisions above for one job, on its fleet."""
+
     def __init__(self, job, fleet):
         self.job = job
         self.fleet = fleet
@@ -60,8 +67,16 @@ class Placement:
         self.alpha = job.policy.alpha_s
         self.normal_flavors = job.normal_by_price()
 
+    def keeps_spare(self, eft, longest):
+        """Alg. 7's spare-time rule for a preemptible server whose queue
+        ends at ``eft``: lost just before that, its longest task (e_m,
+        ``longest``, each task counted by :meth:`Fleet.spare`) can still
+        re-run on a new normal server, after a boot, by D."""
+        return self.deadline - eft > longest + self.alpha
+
     def check(self, task_id, flavor, market, proj):
-        """Alg. 7 on a projection; returns the task's wall time or None."""
+        """Alg. 7 for ``task_id`` joining the queue ``proj`` projects;
+        returns the task's wall time there, or None."""
         if self.fleet.tasks[task_id].memory_mb > flavor.ram_mb:
             return None
         wall = self.fleet.wall(task_id, flavor, market)
@@ -69,9 +84,7 @@ class Placement:
         if market == model.NORMAL:
             return wall if eft < self.deadline else None
         longest = max(proj.longest, self.fleet.spare(task_id, flavor))
-        if self.deadline - eft > longest + self.alpha:
-            return wall
-        return None
+        return wall if self.keeps_spare(eft, longest) else None
 
     def fits(self, task_id, server, now):
         proj, _ = self.fleet.projection(server, now)
@@ -173,6 +186,14 @@ class Placement:
             if not placed:
                 return math.inf
         return max((c[4].finish for c in chosen), default=now) - now
+
+    def mtt(self, server, now):
+        """Eq. 4 for hibernated ``server``: (mtt, rt), the migration
+        trigger time ``D - (rt + alpha)`` and Alg. 4's rt for its queue
+        on the other servers (rt infinite, mtt minus infinity, when no
+        server can take the queue)."""
+        rt = self.estimate_rt(server.queue(), now, exclude=server)
+        return self.deadline - (rt + self.alpha), rt
 
     def _estimate_new(self, task_id, now, chosen, extra):
         for flavor in self.normal_flavors:

@@ -1,6 +1,6 @@
-"""The ports between the scheduling core and a cloud.
+"""The interfaces between the scheduling core and a cloud.
 
-The core (:mod:`opie.bot.scheduler`) only ever talks to these interfaces,
+The core (:mod:`opie.bot.executor`) only ever talks to these interfaces,
 so the same code drives the simulated cloud (:mod:`opie.bot.sim`) and a
 real one.  A backend calls the callbacks given to ``watch`` from the same
 thread that runs the clock: the core is single-threaded and never locks.

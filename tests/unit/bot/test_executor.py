@@ -1,16 +1,16 @@
-"""The dynamic scheduler on hand-made preemption traces."""
+"""The executor on hand-made preemption traces."""
 import dataclasses
 
 import pytest
 
+from opie.bot import assign
 from opie.bot import checkpoint
+from opie.bot import executor
+from opie.bot import interfaces
 from opie.bot import job_map
 from opie.bot import map_choice
 from opie.bot import model
-from opie.bot import placement
-from opie.bot import ports
 from opie.bot import report
-from opie.bot import scheduler
 from opie.bot import stores
 from opie.bot.sim import backend
 from opie.bot.sim import clock as clock_mod
@@ -87,7 +87,7 @@ def test_terminate_migrates_at_once():
 
 def test_late_hibernation_migrates_at_once_when_mtt_is_past():
     # Past latest_safe the planner would not put these tasks on a
-    # preemptible server; the scheduler must cope anyway.  mtt is
+    # preemptible server; the executor must cope anyway.  mtt is
     # 1000 - (180 + 400 + 180) = 240; the take-over would hand the job
     # to normal servers at 1000 - (180 + 400) = 420.
     job = helpers.job([400, 400], deadline=1000.0)
@@ -152,7 +152,7 @@ def test_an_idle_server_steals_only_what_bills_no_more(monkeypatch,
     plan = _stealing_plan(thief_price)
     result = backend.run(plan)
     assert len(_events(result, 'task_steal')) == stolen
-    monkeypatch.setattr(placement.Placement, 'stealable',
+    monkeypatch.setattr(assign.Assigner, 'stealable',
                         lambda self, thief, now: iter(()))
     without = backend.run(plan)
     assert not _events(without, 'task_steal')
@@ -163,9 +163,10 @@ def test_an_idle_server_steals_only_what_bills_no_more(monkeypatch,
 
 
 @pytest.mark.parametrize('events', [
-    (ports.RESUMED,), (ports.HIBERNATED, ports.HIBERNATED, ports.RESUMED),
-    (ports.HIBERNATED, ports.ACTIVE, ports.RESUMED), ('finished twice',),
-    ('finished elsewhere',)])
+    (interfaces.RESUMED,),
+    (interfaces.HIBERNATED, interfaces.HIBERNATED, interfaces.RESUMED),
+    (interfaces.HIBERNATED, interfaces.ACTIVE, interfaces.RESUMED),
+    ('finished twice',), ('finished elsewhere',)])
 def test_events_out_of_turn_are_ignored(events):
     # A cloud read again after a client restart may say a server resumed
     # from a hibernation the client never saw, hibernated twice, or came
@@ -177,8 +178,8 @@ def test_events_out_of_turn_are_ignored(events):
     store = stores.MemoryCheckpointStore()
     journal = stores.MemoryStateStore()
     runner = runner_mod.SimRunner(clock, cloud, store)
-    sched = scheduler.Scheduler(plan, clock, cloud, runner, store, journal,
-                                on_done=clock.stop)
+    sched = executor.Executor(plan, clock, cloud, runner, store, journal,
+                              on_done=clock.stop)
     sched.start()
     server = next(iter(cloud.servers.values()))
 
@@ -187,11 +188,11 @@ def test_events_out_of_turn_are_ignored(events):
             if kind == 'finished twice':
                 task_id = next(iter(sched.fleet.servers[server.id].running))
                 for _ in range(2):
-                    sched._task_event(ports.TaskEvent(ports.FINISHED,
-                                                      server.id, task_id))
+                    sched._task_event(interfaces.TaskEvent(
+                        interfaces.FINISHED, server.id, task_id))
             elif kind == 'finished elsewhere':
-                sched._task_event(ports.TaskEvent(ports.FINISHED, 'srv-x',
-                                                  plan.job.tasks[0].id))
+                sched._task_event(interfaces.TaskEvent(
+                    interfaces.FINISHED, 'srv-x', plan.job.tasks[0].id))
             else:
                 cloud._emit(kind, server)
     clock.call_at(plan.job.policy.alpha_s + 100.0, report_out_of_turn)

@@ -1,4 +1,11 @@
-"""The dynamic scheduler: HADS Alg. 5, driven by cloud and task events.
+"""The executor: HADS Alg. 5, driven by cloud and task events.
+
+HADS calls this the dynamic scheduler; here it is the executor, so that
+it is not taken for Nova's scheduler.  It acts (creates and deletes
+servers, starts, kills and moves tasks, journals all of it); what to do
+it asks of :mod:`opie.bot.assign` (where a task goes, Alg. 4, 6, 7 and 8,
+Eq. 4) and of the take-over watch (:mod:`opie.bot.takeover_watch`, when
+to hand the job over to normal servers).
 
 Servers of the primary map are created when the job starts.  Then:
 
@@ -21,18 +28,11 @@ Servers of the primary map are created when the job starts.  Then:
 * a normal server is deleted at its cycle end: stranded tasks try again,
   since a normal limit just freed up.
 
-Behind all of this stands the take-over (:mod:`opie.bot.takeover`): the
-map of every task not yet safe onto normal servers alone, within the
-job's limits.  Each of HADS' estimates above looks at one server; the
-take-over looks at the whole job.  The scheduler holds a map and wakes up
-at its hand-over time ``D - (finish - now)``; then it maps again, and if
-the moment has come it hands the job over: every preemptible server is
-deleted, and every task not running on a normal server goes where the map
-puts it.  Two writes could make a held map late, and both check it first:
-starting a task on a normal server (:meth:`Scheduler._may_start`) and
-deleting an idle one the map uses (:meth:`Scheduler._may_give_up`).  If no
-map can end by D any more, the journal says so (``take_over_lost``, with
-the limits that bound) and HADS carries on alone.
+After each event, and when the watch wakes it, the executor carries out
+the watch's verdict: hand the job over (every preemptible server is
+deleted, and every task not running on a normal server goes where the
+take-over map puts it), start what the watch held back, or journal that
+no map can end by D any more (``take_over_lost``).
 
 On a real cloud whose hibernation is OPIE's shelve mode, a server nobody
 resumed by its mtt is deleted once its tasks moved (``drop_at_mtt``): the
@@ -46,25 +46,21 @@ which limit stopped a new normal server, so a late job can be explained.
 import bisect
 import math
 
+from opie.bot import assign
 from opie.bot import fleet as fleet_mod
 from opie.bot import hangs as hangs_mod
+from opie.bot import interfaces
 from opie.bot import model
-from opie.bot import placement
-from opie.bot import ports
-from opie.bot import takeover
-
-# While no map can end by D, the job is mapped again each time this
-# fraction of the tasks left has ended (1/32), or each task near the end.
-HOPELESS_STEP = 32
+from opie.bot import takeover_watch
 
 
 def server_name(job, key):
-    """The name the scheduler gives the cloud for server ``key``."""
+    """The name the executor gives the cloud for server ``key``."""
     return '%s-%s' % (job.name, key)
 
 
 class Adopted:
-    """A live server handed to :meth:`Scheduler.adopt`; ``running`` maps
+    """A live server handed to :meth:`Executor.adopt`; ``running`` maps
     a task to (fraction it started from, job time it started)."""
 
     def __init__(self, server_id, key, flavor, market, created, active,
@@ -78,7 +74,7 @@ class Adopted:
         self.running = running
 
 
-class Scheduler:
+class Executor:
     def __init__(self, plan, clock, cloud, runner, checkpoints, journal,
                  on_done=None, drop_at_mtt=False, watch_hangs=False):
         self.job = plan.job
@@ -90,23 +86,14 @@ class Scheduler:
         self.journal = journal
         self.on_done = on_done
         self.fleet = fleet_mod.Fleet(self.job)
-        self.place = placement.Placement(self.job, self.fleet)
+        self.assigner = assign.Assigner(self.job, self.fleet)
+        self.watch = takeover_watch.Watch(self.fleet, clock, self._review)
         self.deadline = self.job.deadline_s
         self.alpha = self.job.policy.alpha_s
-        self.done = set()
-        self.stranded = []
         self.finished = False
         self.stopped = None
         self._new_normal = 0
         self.drop_at_mtt = drop_at_mtt
-        self.taken_over = False
-        self._take_over_due = False
-        self._take_over_timer = None
-        self._map = None
-        self._latest = None
-        self._hopeless = False
-        self._hopeless_left = 0
-        self._ends = {}     # normal server id -> (version, when, its end)
         self.hangs = hangs_mod.Hangs(self) if watch_hangs else None
         cloud.watch(self._server_event)
         runner.watch(self._task_event)
@@ -177,8 +164,8 @@ class Scheduler:
         (the job is past its horizon) nothing is placed or created: every
         server is deleted (:meth:`stop`).
         """
-        self.done = set(done)
-        for task_id in self.done:
+        self.fleet.done = set(done)
+        for task_id in self.fleet.done:
             self.fleet.saved[task_id] = 1.0
         self._new_normal = new_normal
         running = set()
@@ -197,19 +184,19 @@ class Scheduler:
                             else fleet_mod.IDLE if a.active
                             else fleet_mod.BOOTING)
         pending = [t for t in self.fleet.tasks
-                   if t not in self.done and t not in running]
-        self._log('resume', servers=len(servers), done=len(self.done),
+                   if t not in self.fleet.done and t not in running]
+        self._log('resume', servers=len(servers), done=len(self.fleet.done),
                   running=len(running), pending=len(pending))
-        if len(self.done) == len(self.fleet.tasks):
+        if len(self.fleet.done) == len(self.fleet.tasks):
             self._finish()
             return
         if stop is not None:
             self.stop(stop)
             return
         if taken_over:
-            plan = takeover.plan(self.fleet, self.now(), self._at_risk())
-            if plan.finish != math.inf:
-                self._take_over(plan)
+            mapped = self.watch.map_now()
+            if mapped.finish != math.inf:
+                self._take_over(mapped)
                 return
         self._migrate(pending, None)
         for server in self.fleet.in_state(fleet_mod.IDLE):
@@ -223,7 +210,7 @@ class Scheduler:
         self.stopped = reason
         live = self.fleet.live()
         self._log('stopped', reason=reason, servers=len(live))
-        self._keep(None)
+        self.watch.forget()
         for server in live:
             for task_id in server.running:
                 self.runner.kill(server.id, task_id)
@@ -264,8 +251,8 @@ class Scheduler:
 
     def _finish(self):
         self.finished = True
-        self._keep(None)
-        self._log('done', tasks=len(self.done))
+        self.watch.forget()
+        self._log('done', tasks=len(self.fleet.done))
         for server in self.fleet.live():
             self._delete(server, 'job done')
         if self.on_done is not None:
@@ -278,19 +265,20 @@ class Scheduler:
         if server is None or server.state == fleet_mod.GONE:
             return
         hibernated = server.state == fleet_mod.HIBERNATED
-        if (event.kind in (ports.HIBERNATED, ports.ACTIVE) and hibernated
-                or event.kind == ports.RESUMED and not hibernated):
+        if (event.kind in (interfaces.HIBERNATED, interfaces.ACTIVE)
+                and hibernated
+                or event.kind == interfaces.RESUMED and not hibernated):
             # A cloud seen again after a client restart may report a
             # server hibernated twice, active before it resumed, or back
             # from a hibernation the client never saw: a hibernated server
             # comes back only by resuming, and one that never hibernated
             # ran on as far as the client knows.
             return
-        handler = {ports.ACTIVE: self._on_active,
-                   ports.HIBERNATED: self._on_hibernated,
-                   ports.RESUMED: self._on_resumed,
-                   ports.TERMINATED: self._on_terminated,
-                   ports.BOOT_FAILED: self._on_boot_failed}[event.kind]
+        handler = {interfaces.ACTIVE: self._on_active,
+                   interfaces.HIBERNATED: self._on_hibernated,
+                   interfaces.RESUMED: self._on_resumed,
+                   interfaces.TERMINATED: self._on_terminated,
+                   interfaces.BOOT_FAILED: self._on_boot_failed}[event.kind]
         handler(server)
         self._watch()
 
@@ -298,7 +286,7 @@ class Scheduler:
         server = self.fleet.servers.get(event.server_id)
         if server is None or event.task_id not in server.running:
             # Told twice, or by a server the task has left: the run the
-            # scheduler counts on is elsewhere.
+            # executor counts on is elsewhere.
             return
         del server.running[event.task_id]
         server.changed()
@@ -313,10 +301,10 @@ class Scheduler:
     def _ended(self, task_id, server_id):
         """``task_id`` will not run again (committed, or failed); the
         job is done with its last task."""
-        self.done.add(task_id)
+        self.fleet.done.add(task_id)
         self.fleet.saved[task_id] = 1.0
         self._log('task_finish', task=task_id, server=server_id)
-        if len(self.done) == len(self.fleet.tasks):
+        if len(self.fleet.done) == len(self.fleet.tasks):
             self._finish()
 
     def _on_active(self, server):
@@ -346,12 +334,12 @@ class Scheduler:
             if self.drop_at_mtt:
                 self._delete(server, 'hibernated with nothing to do')
             return
-        self._arm_mtt(server)
+        self._arm_mtt(server, *self.assigner.mtt(server, self.now()))
 
-    def _arm_mtt(self, server):
-        """Eq. 4: migrate ``server``'s frozen tasks at mtt, or now."""
-        rt = self._estimate_rt(server)
-        server.mtt = self.deadline - (rt + self.alpha)
+    def _arm_mtt(self, server, mtt, rt):
+        """Migrate ``server``'s frozen tasks at ``mtt`` (Eq. 4, from
+        ``rt``), or now if that is past."""
+        server.mtt = mtt
         # No server can take the tasks (rt infinite): migrate now, and
         # journal the unknown as null, which every JSON reader reads.
         known = math.isfinite(rt)
@@ -364,11 +352,6 @@ class Scheduler:
             server.mtt_timer = self.clock.call_at(server.mtt,
                                                   self._mtt_reached, server)
 
-    def _estimate_rt(self, server):
-        """Alg. 4 for ``server``'s queue (Eq. 4's rt)."""
-        return self.place.estimate_rt(server.queue(), self.now(),
-                                      exclude=server)
-
     def _recheck_mtt(self):
         """Estimate mtt again where Alg. 4 counted on what is now gone.
 
@@ -380,11 +363,11 @@ class Scheduler:
         for server in self.fleet.in_state(fleet_mod.HIBERNATED):
             if server.mtt_timer is None:
                 continue
-            rt = self._estimate_rt(server)
-            if self.deadline - (rt + self.alpha) < server.mtt:
+            mtt, rt = self.assigner.mtt(server, self.now())
+            if mtt < server.mtt:
                 self.clock.cancel(server.mtt_timer)
                 server.mtt_timer = None
-                self._arm_mtt(server)
+                self._arm_mtt(server, mtt, rt)
 
     def _mtt_reached(self, server):
         server.mtt_timer = None
@@ -437,7 +420,8 @@ class Scheduler:
         while (server.active and server.state == fleet_mod.BUSY
                and server.waiting and len(server.running) < server.slots):
             task_id = server.waiting[0]
-            if not server.spot and not self._may_start(server, task_id):
+            if not server.spot and not self.watch.may_start(server,
+                                                            task_id):
                 return
             server.waiting.pop(0)
             run = self.fleet.run_for(task_id, server.flavor, server.market)
@@ -465,7 +449,7 @@ class Scheduler:
         server.ac_timer = None
         if server.state != fleet_mod.IDLE:
             return
-        if not server.spot and not self._may_give_up(server):
+        if not server.spot and not self.watch.may_give_up(server):
             self._log('server_kept', server=server.id,
                       reason='the take-over needs it')
             # Past the end just reached, whatever the rounding of now.
@@ -473,9 +457,9 @@ class Scheduler:
             server.ac_timer = self.clock.call_at(end, self._cycle_end, server)
             return
         self._delete(server, 'idle at the end of its allocation cycle')
-        if not server.spot and self.stranded:
+        if not server.spot and self.fleet.stranded:
             # A normal limit just freed up.
-            stranded, self.stranded = self.stranded, []
+            stranded, self.fleet.stranded = self.fleet.stranded, []
             self._migrate(stranded, None)
         self._recheck_mtt()
         self._watch()
@@ -487,10 +471,10 @@ class Scheduler:
         server.state = fleet_mod.BUSY if server.active else fleet_mod.BOOTING
 
     def _take_stranded(self, server):
-        taken = [t for t in self.stranded
+        taken = [t for t in self.fleet.stranded
                  if self.fleet.tasks[t].memory_mb <= server.flavor.ram_mb]
         for task_id in taken:
-            self.stranded.remove(task_id)
+            self.fleet.stranded.remove(task_id)
             server.waiting.append(task_id)
             self._log('task_migrate', task=task_id, src=None,
                       dst=server.id, via='stranded',
@@ -502,7 +486,7 @@ class Scheduler:
 
     def _work_steal(self, thief):
         stolen = 0
-        for victim, picked in self.place.stealable(thief, self.now()):
+        for victim, picked in self.assigner.stealable(thief, self.now()):
             for task_id in self._steal_from(thief, victim, picked):
                 stolen += 1
                 self._log('task_steal', task=task_id, src=victim.id,
@@ -527,13 +511,13 @@ class Scheduler:
         now = self.now()
         paid = thief.ac_end(now, self.job.policy.ac_s)
         queues = list(victim.waiting), list(thief.waiting)
-        bill = self.place.billed_past_cycles((thief, victim), now)
+        bill = self.assigner.billed_past_cycles((thief, victim), now)
         taken, free = [], 0
         for task_id, end_there in picked:
             proj = self.fleet.projection(thief, now)[0]
             end = proj.eft_with(self.fleet.wall(task_id, thief.flavor,
                                                 thief.market))
-            if end > end_there or self.place.check(
+            if end > end_there or self.assigner.check(
                     task_id, thief.flavor, thief.market, proj) is None:
                 continue
             victim.waiting.remove(task_id)
@@ -542,7 +526,7 @@ class Scheduler:
             taken.append(task_id)
             free += end < paid
         if free < len(taken) and (
-                self.place.billed_past_cycles((thief, victim), now) > bill):
+                self.assigner.billed_past_cycles((thief, victim), now) > bill):
             taken = taken[:free]
             moved = set(taken)
             victim.waiting = [t for t in queues[0] if t not in moved]
@@ -556,7 +540,7 @@ class Scheduler:
         now = self.now()
         while server.waiting:
             proj, _ = self.fleet.projection(server, now)
-            if self.deadline - proj.finish > proj.longest + self.alpha:
+            if self.assigner.keeps_spare(proj.finish, proj.longest):
                 break
             task_id = server.waiting.pop()
             server.changed()
@@ -604,18 +588,18 @@ class Scheduler:
         for task_id in task_ids:
             latest = self.checkpoints.latest(task_id)
             self.fleet.saved[task_id] = latest.fraction if latest else 0.0
-        idle, busy = self.place.candidates(exclude=source)
+        idle, busy = self.assigner.candidates(exclude=source)
         touched = {}
         for task_id in task_ids:
-            choice = self.place.target(task_id, now, idle, busy)
+            choice = self.assigner.target(task_id, now, idle, busy)
             if choice.kind is None:
                 self._log('no_target', task=task_id, limits=choice.limits)
-                choice = self.place.late_target(task_id, now, idle + busy)
+                choice = self.assigner.late_target(task_id, now, idle + busy)
             if choice is None:
-                self.stranded.append(task_id)
+                self.fleet.stranded.append(task_id)
                 self._log('stranded', task=task_id)
                 continue
-            if choice.kind == placement.NEW:
+            if choice.kind == assign.NEW:
                 self._new_normal += 1
                 server = self._create(choice.flavor, model.NORMAL,
                                       'm%d' % self._new_normal, 'migration')
@@ -638,193 +622,35 @@ class Scheduler:
         if touched:
             self._recheck_mtt()
 
-    # -- the take-over (opie.bot.takeover) -------------------------------
-
-    def _exposed(self):
-        """Whether D may still be missed: a task is on a preemptible
-        server or stranded, or the normal servers' queues end past D."""
-        if self.stranded:
-            return True
-        now = self.now()
-        for server in self.fleet.live():
-            if server.spot:
-                if server.queue():
-                    return True
-            elif self._normal_end(server, now) > self.deadline:
-                return True
-        return False
-
-    def _normal_end(self, server, now):
-        """When normal ``server``'s queue ends, or a later time that is
-        still before D: waiting moves the end of an unchanged queue by no
-        more than the wait, so the queue is projected again only when
-        the last projection, moved on by the time since, would pass D.
-        """
-        known = self._ends.get(server.id)
-        if known is not None and known[0] == server.version:
-            bound = known[2] + (now - known[1])
-            if bound <= self.deadline:
-                return bound
-        finish = self.fleet.projection(server, now)[0].finish
-        self._ends[server.id] = (server.version, now, finish)
-        return finish
-
-    def _at_risk(self):
-        """The tasks the take-over maps: unfinished and not running on a
-        normal server."""
-        fixed = {t for s in self.fleet.live() if not s.spot
-                 for t in s.running}
-        return [t for t in self.fleet.tasks
-                if t not in self.done and t not in fixed]
+    # -- the take-over (opie.bot.takeover_watch decides) -----------------
 
     def _watch(self, progress=False):
-        """After each event: map again if the map in hand no longer shows
-        the job can wait; if no map could end by D, once another
-        1/:data:`HOPELESS_STEP` of the tasks left has ended (mapping after
-        every task would make a long job that cannot meet D quadratic).
+        """After each event (``progress``: a task ended): review the job
+        if the watch's map may no longer show it can wait."""
+        if not self.finished and self.watch.stale(progress):
+            self._review()
 
-        Nothing but time and the writes :meth:`_may_start` and
-        :meth:`_may_give_up` check can make the map end later: a task
-        that ends, a checkpoint read or a server lost leaves the map's
-        servers and queue orders as good as they were (a list schedule in
-        a fixed order never ends later on shorter or fewer tasks).  So the
-        map is made again only when its hand-over time comes, or when
-        there is none.
-        """
-        if self.taken_over or self.finished:
+    def _review(self):
+        """Carry out the take-over watch's verdict on the job as it is."""
+        if self.finished:
             return
-        if self._hopeless:
-            left = len(self.fleet.tasks) - len(self.done)
-            if progress and left <= self._hopeless_left - max(
-                    1, self._hopeless_left // HOPELESS_STEP):
-                self._remap()
-        elif (self._map is None or self._take_over_due
-                or self._latest <= self.now()):
-            self._remap()
-
-    def _wake(self):
-        self._take_over_timer = None
-        self._remap()
-
-    def _remap(self):
-        """Map the tasks at risk; hand the job over if it is time."""
-        if self.taken_over or self.finished:
-            return
-        due, self._take_over_due = self._take_over_due, False
-        if not self._exposed():
-            self._keep(None)
-            self._release(due)
-            return
-        plan = takeover.plan(self.fleet, self.now(), self._at_risk(),
-                             previous=self._map)
-        if plan.finish > self.deadline:
-            # No hand-over can save D any more: HADS carries on alone.
-            if not self._hopeless:
-                self._log('take_over_lost', limits=plan.limits,
-                          finish=plan.finish if plan.finish != math.inf
-                          else None)
-            self._hopeless = True
-            self._hopeless_left = len(self.fleet.tasks) - len(self.done)
-            self._keep(None)
-            self._release(due)
-        elif due or (plan.latest_start(self.deadline)
-                     < self.now() + takeover.PRECISION_S):
-            self._keep(None)
-            self._take_over(plan)
-        else:
-            self._hopeless = False
-            self._keep(plan)
-
-    def _release(self, held):
-        """Start what :meth:`_may_start` held back for a hand-over that
-        is not coming."""
-        if held:
+        verdict = self.watch.review()
+        lost = verdict.lost
+        if lost is not None:
+            self._log('take_over_lost', limits=lost.limits,
+                      finish=lost.finish if lost.finish != math.inf
+                      else None)
+        if verdict.release:
             for server in self.fleet.live():
                 self._dispatch(server)
+        if verdict.hand_over is not None:
+            self._take_over(verdict.hand_over)
 
-    def _keep(self, plan, latest=None):
-        """Hold ``plan`` and wake up at its hand-over time (or earlier)."""
-        if self._take_over_timer is not None:
-            self.clock.cancel(self._take_over_timer)
-            self._take_over_timer = None
-        self._map = plan
-        if plan is None:
-            return
-        self._latest = (plan.latest_start(self.deadline) if latest is None
-                        else latest)
-        self._take_over_timer = self.clock.call_at(self._latest, self._wake)
-
-    def _in_map(self, server):
-        return self._map is not None and any(
-            t.server is server for t in self._map.targets)
-
-    def _may_start(self, server, task_id):
-        """Whether starting ``task_id`` on normal ``server`` leaves the
-        take-over able to end by D.
-
-        A task started on a normal server stays there, so the take-over
-        loses the choice of where it runs.  On a server the map uses, the
-        run holds one slot for its length, which delays the map's queue
-        there by no more: the hand-over time moves that much earlier.
-        Elsewhere, or when that would be now, the job is mapped with the
-        task fixed there; if that map cannot end by D either, the job is
-        handed over at the end of the event instead, with the task still
-        free to go where the take-over puts it.
-        """
-        if self.taken_over or self._hopeless:
-            return True
-        if self._take_over_due:
-            return False
-        if not self._exposed():
-            return True
-        now = self.now()
-        run = self.fleet.run_for(task_id, server.flavor, server.market)
-        if self._in_map(server) and self._latest - run.wall_s > now:
-            self._keep(self._map, self._latest - run.wall_s)
-            return True
-        tasks = self._at_risk()
-        server.running[task_id] = fleet_mod.Running(run, now)
-        try:
-            plan = takeover.plan(self.fleet, now,
-                                 [t for t in tasks if t != task_id],
-                                 previous=self._map)
-        finally:
-            del server.running[task_id]
-        if plan.latest_start(self.deadline) > now:
-            self._keep(plan)
-            return True
-        self._take_over_due = True
-        return False
-
-    def _may_give_up(self, server):
-        """Whether the take-over still ends by D without idle ``server``.
-
-        In the map, a new server of the same flavor may take its place
-        after a boot, which delays the map by at most alpha: if the
-        hand-over time allows that, it moves earlier by alpha; otherwise
-        the job is mapped without the server.
-        """
-        if (self.taken_over or self._hopeless or not self._in_map(server)
-                or not self._exposed()):
-            return True
-        if self._latest - self.alpha > self.now():
-            for target in self._map.targets:
-                if target.server is server:
-                    target.server = None
-            self._keep(self._map, self._latest - self.alpha)
-            return True
-        plan = takeover.plan(self.fleet, self.now(), self._at_risk(),
-                             without=server, previous=self._map)
-        if plan.latest_start(self.deadline) > self.now():
-            self._keep(plan)
-            return True
-        return False
-
-    def _take_over(self, plan):
+    def _take_over(self, mapped):
         """Put every task at risk where the take-over maps it; from now on
         the job runs on normal servers only."""
-        self.taken_over = True
-        tasks = self._at_risk()
+        self.watch.handed_over()
+        tasks = self.watch.at_risk()
         source = {t: s.id for s in self.fleet.live() for t in s.queue()}
         for server in self.fleet.live():
             if server.spot:
@@ -833,23 +659,23 @@ class Scheduler:
                 server.running.clear()
             server.waiting = []
             server.changed()
-        self.stranded = []
+        self.fleet.stranded = []
         # Killed runs wrote their last checkpoints: map again with those;
         # the map found before still counts, on the shorter tasks.
         for task_id in tasks:
             latest = self.checkpoints.latest(task_id)
             self.fleet.saved[task_id] = latest.fraction if latest else 0.0
-        plan = takeover.plan(self.fleet, self.now(), tasks, previous=plan)
-        self._log('take_over', finish=plan.finish, tasks=len(tasks),
-                  servers=len(plan.targets))
-        kept = {id(t.server) for t in plan.targets}
+        mapped = self.watch.map_now(previous=mapped)
+        self._log('take_over', finish=mapped.finish, tasks=len(tasks),
+                  servers=len(mapped.targets))
+        kept = {id(t.server) for t in mapped.targets}
         for server in self.fleet.live():
             if server.spot:
                 self._delete(server, 'the job was taken over by normal '
                              'servers')
             elif not server.running and id(server) not in kept:
                 self._delete(server, 'not in the take-over')
-        for target in plan.targets:
+        for target in mapped.targets:
             server = target.server
             if server is None:
                 self._new_normal += 1
@@ -874,7 +700,7 @@ class Scheduler:
         cost = sum(s.billed_s(now) * s.price_h / 3600.0
                    for s in self.fleet.servers.values())
         running = 0
-        work = float(len(self.done))
+        work = float(len(self.fleet.done))
         finish = now
         for server in live:
             if server.state == fleet_mod.HIBERNATED:
@@ -885,7 +711,7 @@ class Scheduler:
             finish = max(finish, self.fleet.projection(server, now)[0].finish)
         return {
             't': now,
-            'done': len(self.done),
+            'done': len(self.fleet.done),
             'tasks': len(self.fleet.tasks),
             'running': running,
             'progress': work / len(self.fleet.tasks),
