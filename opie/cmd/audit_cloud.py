@@ -11,7 +11,7 @@ from opie.cmd import audit_conf
 from opie.cmd import cloud
 from opie.core import flavor_spec
 from opie.core import host
-from opie.core import preemptible as rc
+from opie.core import preemptible
 from opie.core import problems
 
 PROVIDER_CONFIG_FIX = (
@@ -26,10 +26,10 @@ def check_flavors(flavors):
     found = []
     for flavor in flavors:
         found += flavor_spec.check(flavor)
-    if not any(rc.is_preemptible(f.extra_specs) for f in flavors):
+    if not any(preemptible.is_preemptible(f.extra_specs) for f in flavors):
         found.append(problems.Problem(
             'flavors', 'none is marked %s=true, so nobody can start a '
-            'preemptible server' % rc.PREEMPTIBLE_SPEC,
+            'preemptible server' % preemptible.PREEMPTIBLE_SPEC,
             'opie-manage flavor create-preemptible NORMAL_FLAVOR'))
     return found
 
@@ -43,24 +43,25 @@ def check_inventories(node, inventories):
             subject, 'has no resource provider in Placement',
             'check that nova-compute on %s runs and reports to Placement'
             % node)]
-    if rc.STANDARD.vcpus not in inventories:
+    if preemptible.STANDARD.vcpus not in inventories:
         return []  # not a host of virtual machines (e.g. Ironic)
     fix = PROVIDER_CONFIG_FIX % node
-    missing = [name for name in rc.PROVIDER_CONFIG_CLASSES
+    missing = [name for name in preemptible.PROVIDER_CONFIG_CLASSES
                if name not in inventories]
-    if set(missing) - {rc.HOST_TOKEN}:
+    if set(missing) - {preemptible.HOST_TOKEN}:
         return [problems.Problem(
             subject, 'has no inventory of %s, so preemptible servers cannot '
             'be placed there' % ', '.join(missing), fix)]
     found = []
-    token = inventories.get(rc.HOST_TOKEN)
+    token = inventories.get(preemptible.HOST_TOKEN)
     if token is None or any(token.get(field, value) != value for field, value
-                            in rc.HOST_TOKEN_INVENTORY.items()):
+                            in preemptible.HOST_TOKEN_INVENTORY.items()):
         found.append(problems.Problem(
             subject, audit_conf.TOKEN_PROBLEM % (
-                'has no' if token is None else 'has a wrong', rc.HOST_TOKEN),
+                'has no' if token is None else 'has a wrong',
+                preemptible.HOST_TOKEN),
             fix))
-    for standard, custom in zip(rc.STANDARD, rc.CUSTOM):
+    for standard, custom in zip(preemptible.STANDARD, preemptible.CUSTOM):
         if standard not in inventories:
             continue
         have = host.inventory_capacity(inventories[custom])
@@ -86,6 +87,6 @@ def audit(conn):
         found += check_inventories(node.hypervisor_hostname,
                                    conn.inventories(node.id))
     checked = '%d flavors (%d preemptible), %d compute nodes' % (
-        len(flavors), sum(rc.is_preemptible(f.extra_specs)
+        len(flavors), sum(preemptible.is_preemptible(f.extra_specs)
                           for f in flavors), len(nodes))
     return found, checked

@@ -21,7 +21,7 @@ import yaml
 
 from opie.cmd import inifile
 from opie.cmd import nova_conf
-from opie.core import preemptible as rc
+from opie.core import preemptible
 from opie.core import problems
 from opie.core import provider_config
 from opie.nova import compat
@@ -304,17 +304,19 @@ def _provider_config(conf):
                 'fix or remove the file, or regenerate it: ' + fix))
             continue
         inventories.update(provider_config.custom_inventories(document))
-    missing = [name for name in rc.PROVIDER_CONFIG_CLASSES
+    missing = [name for name in preemptible.PROVIDER_CONFIG_CLASSES
                if name not in inventories]
-    if set(missing) - {rc.HOST_TOKEN}:
+    if set(missing) - {preemptible.HOST_TOKEN}:
         found.append(problems.Problem(
             subject,
             'gives no inventory of %s, so preemptible servers cannot be '
             'placed on this compute' % ', '.join(missing), fix))
-    elif inventories.get(rc.HOST_TOKEN) != rc.HOST_TOKEN_INVENTORY:
+    elif (inventories.get(preemptible.HOST_TOKEN)
+          != preemptible.HOST_TOKEN_INVENTORY):
         found.append(problems.Problem(
             subject, TOKEN_PROBLEM % (
-                'gives no' if missing else 'gives a wrong', rc.HOST_TOKEN),
+                'gives no' if missing else 'gives a wrong',
+                preemptible.HOST_TOKEN),
             fix))
     return found + _stale_inventory(conf, inventories, subject, fix)
 
@@ -329,8 +331,9 @@ def _stale_inventory(conf, inventories, subject, fix):
     provider config copied when it was written."""
     found = []
     ratios = nova_conf.allocation_ratios(conf)
-    for name, kind, ratio, held in zip(rc.CUSTOM, ('cpu', 'ram', 'disk'),
-                                       ratios, nova_conf.reserved(conf)):
+    for name, kind, ratio, held in zip(preemptible.CUSTOM,
+                                       ('cpu', 'ram', 'disk'), ratios,
+                                       nova_conf.reserved(conf)):
         inventory = inventories.get(name)
         if not isinstance(inventory, dict):
             continue

@@ -25,7 +25,7 @@ stay normal ones until resized.
 from opie.cmd import errors
 from opie.cmd import options
 from opie.core import flavor_spec
-from opie.core import preemptible as rc
+from opie.core import preemptible
 
 
 def register(subparsers):
@@ -39,12 +39,12 @@ def register(subparsers):
         'size, access and extra specs, plus %s=true and its VCPU, '
         'MEMORY_MB and DISK_GB requested as CUSTOM_PREEMPTIBLE_* instead. '
         'An existing flavor of that name that already is the right twin is '
-        'left unchanged.' % rc.PREEMPTIBLE_SPEC)
+        'left unchanged.' % preemptible.PREEMPTIBLE_SPEC)
     create.add_argument('normal', metavar='NORMAL_FLAVOR',
                         help='name or id of the normal flavor')
     create.add_argument('--name',
                         help='name of the new flavor (default: '
-                        'NORMAL_FLAVOR%s)' % rc.NAME_SUFFIX)
+                        'NORMAL_FLAVOR%s)' % preemptible.NAME_SUFFIX)
     create.add_argument('--description',
                         help='description of the new flavor (default: '
                         'that of the normal one)')
@@ -56,7 +56,7 @@ def register(subparsers):
         description='Set on FLAVOR, marked %s=true, the VCPU, MEMORY_MB '
         'and DISK_GB overrides (0) and CUSTOM_PREEMPTIBLE_* amounts (its '
         'size) it lacks or has wrong. A flavor already right is left '
-        'unchanged.' % rc.PREEMPTIBLE_SPEC)
+        'unchanged.' % preemptible.PREEMPTIBLE_SPEC)
     fix.add_argument('flavor', metavar='FLAVOR',
                      help='name or id of the flavor marked preemptible')
     options.add_cloud_arguments(fix)
@@ -65,7 +65,7 @@ def register(subparsers):
 
 def twin_specs(normal):
     """Extra specs of the preemptible twin of the flavor ``normal``."""
-    if rc.is_preemptible(normal.extra_specs):
+    if preemptible.is_preemptible(normal.extra_specs):
         raise errors.UsageError('flavor %s is already preemptible'
                                 % normal.name)
     refused = flavor_spec.unsupported_problems(normal)
@@ -79,11 +79,11 @@ def twin_specs(normal):
 
 def specs_to_set(flavor):
     """The extra specs ``set-preemptible`` sets on ``flavor``."""
-    if not rc.is_preemptible(flavor.extra_specs):
+    if not preemptible.is_preemptible(flavor.extra_specs):
         raise errors.UsageError(
             'flavor %s is not marked %s=true: create its preemptible twin '
             'with opie-manage flavor create-preemptible %s'
-            % (flavor.name, rc.PREEMPTIBLE_SPEC, flavor.name))
+            % (flavor.name, preemptible.PREEMPTIBLE_SPEC, flavor.name))
     refused = flavor_spec.unsupported_problems(flavor)
     if refused:
         raise errors.UsageError('cannot make %s preemptible: %s' % (
@@ -119,7 +119,7 @@ def create_command(args):
         source = _find(conn, args.normal)
         normal = cloud.flavor_of(source)
         specs = twin_specs(normal)
-        name = args.name or normal.name + rc.NAME_SUFFIX
+        name = args.name or normal.name + preemptible.NAME_SUFFIX
         existing = conn.find_flavor(name)
         if existing is not None:
             return _existing(normal, cloud.flavor_of(existing),
@@ -141,8 +141,8 @@ def _find(conn, name_or_id):
 
 def _existing(normal, twin, flavor_id):
     same_size = twin.size() == normal.size()
-    if same_size and not flavor_spec.check(twin) and rc.is_preemptible(
-            twin.extra_specs):
+    if (same_size and not flavor_spec.check(twin)
+            and preemptible.is_preemptible(twin.extra_specs)):
         print('flavor %s (id %s) is already the preemptible twin of %s: '
               'left unchanged' % (twin.name, flavor_id, normal.name))
         return 0

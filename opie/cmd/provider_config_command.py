@@ -25,7 +25,7 @@ from opie.cmd import errors
 from opie.cmd import files
 from opie.cmd import nova_conf
 from opie.cmd import options
-from opie.core import preemptible as rc
+from opie.core import preemptible
 from opie.core import provider_config
 from opie.core import resources as res
 
@@ -104,5 +104,5 @@ def command(args):
         files.write(args.output, text, mode=0o644)
         print('wrote %s: %s' % (args.output, ', '.join(
             '%s %d' % (name, amount)
-            for name, amount in zip(rc.CUSTOM, total))))
+            for name, amount in zip(preemptible.CUSTOM, total))))
     return 0

@@ -53,7 +53,7 @@ from opie.cmd import errors
 from opie.cmd import nova_conf
 from opie.cmd import nova_conf_command
 from opie.cmd import options
-from opie.core import preemptible as rc
+from opie.core import preemptible
 from opie.nova import heartbeat
 from opie.nova import lease
 from opie.nova import token
@@ -65,7 +65,7 @@ DELETE, SHELVE, KEEP = 'delete', 'shelve', 'keep'
 SHELVED = 'SHELVED'
 PAST = {'remove': 'removed', DELETE: 'deleted', SHELVE: 'shelved'}
 # Every resource class OPIE creates.
-CLASSES = rc.PROVIDER_CONFIG_CLASSES + (lease.RESOURCE_CLASS,)
+CLASSES = preemptible.PROVIDER_CONFIG_CLASSES + (lease.RESOURCE_CLASS,)
 # Seconds between two looks at Placement while servers leave.
 POLL_SECONDS = 2
 DEFAULT_TIMEOUT = 600
@@ -123,7 +123,7 @@ class Node:
     def preemptible(self):
         """The consumers holding preemptible classes here."""
         return sorted(uuid for uuid, resources in self.consumers.items()
-                      if set(resources) & set(rc.CUSTOM))
+                      if set(resources) & set(preemptible.CUSTOM))
 
     def users(self, resource_class):
         return [uuid for uuid, resources in self.consumers.items()
@@ -319,7 +319,7 @@ def _holds_preemptible(conn, uuid):
     """Whether consumer ``uuid`` holds preemptible classes anywhere, read
     now: the listing it was found in may be minutes old."""
     held = conn.placement_get('/allocations/%s' % uuid) or {}
-    return any(set(allocation.get('resources', {})) & set(rc.CUSTOM)
+    return any(set(allocation.get('resources', {})) & set(preemptible.CUSTOM)
                for allocation in (held.get('allocations') or {}).values())
 
 
@@ -391,7 +391,7 @@ def _remove_lease(conn, report):
 
 
 def _remove_inventories(conn, node, report):
-    ours = [name for name in rc.PROVIDER_CONFIG_CLASSES
+    ours = [name for name in preemptible.PROVIDER_CONFIG_CLASSES
             if name in node.inventories]
     used = [name for name in ours if node.users(name)]
     if used:

@@ -29,7 +29,7 @@ import datetime
 import json
 
 from opie.cmd import options
-from opie.core import preemptible as rc
+from opie.core import preemptible
 from opie.core import snapshot
 
 
@@ -64,12 +64,13 @@ def _embedded(flavor, volume_backed):
     return {size: _override(specs, standard, amount)
             + _override(specs, custom, 0)
             for (size, amount), standard, custom in zip(
-                sizes.items(), rc.STANDARD, rc.CUSTOM)}
+                sizes.items(), preemptible.STANDARD, preemptible.CUSTOM)}
 
 
 def _override(specs, resource_class, default):
     try:
-        return int(specs.get(rc.resources_key(resource_class), default))
+        return int(specs.get(preemptible.resources_key(resource_class),
+                             default))
     except ValueError:
         # Nova boots no server of such a flavor.
         return default
@@ -115,7 +116,8 @@ def _instance(server, flavors):
     out = {'uuid': server.id, 'name': server.name,
            'flavor': _flavor_name(wanted, embedded['original_name'],
                                   flavors),
-           'preemptible': rc.is_preemptible(embedded.get('extra_specs', {})),
+           'preemptible': preemptible.is_preemptible(
+               embedded.get('extra_specs', {})),
            'launched_at': _iso(attrs.get('OS-SRV-USG:launched_at')
                                or attrs.get('created'))}
     if attrs.get('locked'):

@@ -19,7 +19,7 @@ import dataclasses
 import math
 
 from opie import oneline
-from opie.core import preemptible as rc
+from opie.core import preemptible
 from opie.core import problems
 from opie.core import resources as res
 
@@ -49,11 +49,11 @@ class Flavor:
 
 def preemptible_specs(flavor):
     """The extra specs that make a flavor of this size preemptible."""
-    specs = {rc.PREEMPTIBLE_SPEC: 'true'}
-    for standard, custom, amount in zip(rc.STANDARD, rc.CUSTOM,
-                                        flavor.size()):
-        specs[rc.resources_key(standard)] = '0'
-        specs[rc.resources_key(custom)] = str(amount)
+    specs = {preemptible.PREEMPTIBLE_SPEC: 'true'}
+    for standard, custom, amount in zip(preemptible.STANDARD,
+                                        preemptible.CUSTOM, flavor.size()):
+        specs[preemptible.resources_key(standard)] = '0'
+        specs[preemptible.resources_key(custom)] = str(amount)
     return specs
 
 
@@ -79,7 +79,7 @@ def _unsupported(extra_specs):
     return found
 
 
-_MODELLED = frozenset(tuple(rc.STANDARD) + tuple(rc.CUSTOM))
+_MODELLED = frozenset(tuple(preemptible.STANDARD) + tuple(preemptible.CUSTOM))
 
 
 def _unmodelled(key, value):
@@ -128,16 +128,17 @@ SET_PREEMPTIBLE = 'opie-manage flavor set-preemptible %s'
 def check(flavor):
     """Problems of one flavor, preemptible or not (a list, maybe empty)."""
     subject = 'flavor %s' % flavor.name
-    value = rc.spec_value(flavor.extra_specs)
-    if value not in rc.TRUE_VALUES + rc.FALSE_VALUES:
+    value = preemptible.spec_value(flavor.extra_specs)
+    if value not in preemptible.TRUE_VALUES + preemptible.FALSE_VALUES:
         return [problems.Problem(
             subject,
             '%s=%s is neither true nor false, so the scheduler treats the '
-            'flavor as normal' % (rc.PREEMPTIBLE_SPEC,
-                                  flavor.extra_specs[rc.PREEMPTIBLE_SPEC]),
+            'flavor as normal' % (
+                preemptible.PREEMPTIBLE_SPEC,
+                flavor.extra_specs[preemptible.PREEMPTIBLE_SPEC]),
             'openstack flavor set --property %s=true %s'
-            % (rc.PREEMPTIBLE_SPEC, flavor.name))]
-    if not rc.is_preemptible(flavor.extra_specs):
+            % (preemptible.PREEMPTIBLE_SPEC, flavor.name))]
+    if not preemptible.is_preemptible(flavor.extra_specs):
         return _custom_without_mark(flavor)
     found = [problems.Problem(
         subject, '%s is %s, expected %s for a preemptible flavor of %s' % (
@@ -158,7 +159,7 @@ def missing_specs(flavor):
     wrong."""
     return {key: wanted
             for key, wanted in preemptible_specs(flavor).items()
-            if key != rc.PREEMPTIBLE_SPEC
+            if key != preemptible.PREEMPTIBLE_SPEC
             and _requested(flavor, key, flavor.extra_specs.get(key))
             != int(wanted)}
 
@@ -167,7 +168,7 @@ def refusal(flavor):
     """Why the scheduler must treat a flavor marked preemptible as a
     normal one, in one line; None if it is not marked or keeps the
     contract."""
-    if not rc.is_preemptible(flavor.extra_specs):
+    if not preemptible.is_preemptible(flavor.extra_specs):
         return None
     missing = missing_specs(flavor)
     unsupported = unsupported_problems(flavor)
@@ -183,7 +184,7 @@ def refusal(flavor):
     return oneline.escape(
         'flavor %s is marked %s=true but %s, so OPIE treats it as a normal '
         'flavor (its servers are never victims); fix: %s' % (
-            flavor.name, rc.PREEMPTIBLE_SPEC, '; '.join(reasons),
+            flavor.name, preemptible.PREEMPTIBLE_SPEC, '; '.join(reasons),
             '; '.join(fixes)))
 
 
@@ -193,7 +194,8 @@ def _requested(flavor, key, value):
     if value is None:
         # Without the extra spec Nova requests the flavor's own size of a
         # standard class and nothing of a custom one.
-        size = dict(zip(map(rc.resources_key, rc.STANDARD), flavor.size()))
+        size = dict(zip(map(preemptible.resources_key, preemptible.STANDARD),
+                        flavor.size()))
         return size.get(key, 0)
     try:
         return int(value)
@@ -204,13 +206,13 @@ def _requested(flavor, key, value):
 def _custom_without_mark(flavor):
     keys = sorted(k for k in flavor.extra_specs
                   if k.startswith('resources')
-                  and k.partition(':')[2] in rc.CUSTOM)
+                  and k.partition(':')[2] in preemptible.CUSTOM)
     if not keys:
         return []
     return [problems.Problem(
         'flavor %s' % flavor.name,
         'requests %s but is not marked %s=true, so OPIE sees its servers '
         'as normal ones it cannot preempt'
-        % (', '.join(keys), rc.PREEMPTIBLE_SPEC),
+        % (', '.join(keys), preemptible.PREEMPTIBLE_SPEC),
         'openstack flavor set --property %s=true %s'
-        % (rc.PREEMPTIBLE_SPEC, flavor.name))]
+        % (preemptible.PREEMPTIBLE_SPEC, flavor.name))]

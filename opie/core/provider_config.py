@@ -13,7 +13,7 @@ it, and the functional tests' computes get it; none of that needs Nova.
 """
 import yaml
 
-from opie.core import preemptible as rc
+from opie.core import preemptible
 
 SCHEMA_VERSION = '1.0'
 # Nova applies a $COMPUTE_NODE entry to every compute node root provider
@@ -33,7 +33,7 @@ def build(total, ratios, reserved):
     ValueError naming the class.
     """
     additional = []
-    for name, amount, ratio, held in zip(rc.CUSTOM, total, ratios,
+    for name, amount, ratio, held in zip(preemptible.CUSTOM, total, ratios,
                                          reserved):
         if amount < 1:
             raise ValueError('%s: a compute needs a total of at least 1, '
@@ -45,7 +45,8 @@ def build(total, ratios, reserved):
                                   'reserved': int(held),
                                   'max_unit': int(amount),
                                   'allocation_ratio': float(ratio)}})
-    additional.append({rc.HOST_TOKEN: dict(rc.HOST_TOKEN_INVENTORY)})
+    additional.append(
+        {preemptible.HOST_TOKEN: dict(preemptible.HOST_TOKEN_INVENTORY)})
     return {'meta': {'schema_version': SCHEMA_VERSION},
             'providers': [{'identification': {'uuid': COMPUTE_NODE},
                            'inventories': {'additional': additional}}]}
@@ -60,7 +61,7 @@ def custom_inventories(document):
         inventories = provider.get('inventories') or {}
         for entry in _list(inventories, 'additional'):
             for name, inventory in entry.items():
-                if name in rc.PROVIDER_CONFIG_CLASSES:
+                if name in preemptible.PROVIDER_CONFIG_CLASSES:
                     found[name] = inventory
     return found
 

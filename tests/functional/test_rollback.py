@@ -17,7 +17,7 @@ from nova import exception as nova_exception
 import nova.conf
 
 from opie.cmd import rollback
-from opie.core import preemptible as rc
+from opie.core import preemptible
 from opie.nova import lease
 from opie.nova import token
 from tests.functional import test_audit
@@ -135,12 +135,12 @@ class Rollback(test_audit.AuditCloud):
         for host in self.HOSTS:
             self.restart(host)
             self.assertFalse(self.inventory_classes(host)
-                             & set(rc.PROVIDER_CONFIG_CLASSES))
+                             & set(preemptible.PROVIDER_CONFIG_CLASSES))
         # Run again: OPIE's resource classes go too, nothing is left.
         code, out, _ = self.rollback()
         self.assertEqual(0, code, out)
         self.assertFalse(self.resource_classes() & (
-            set(rc.PROVIDER_CONFIG_CLASSES) | {lease.RESOURCE_CLASS}))
+            set(preemptible.PROVIDER_CONFIG_CLASSES) | {lease.RESOURCE_CLASS}))
         self.assertIn('nothing of OPIE is left in Placement', out)
 
         # Reinstall: provider configs back, computes and opie-scheduler

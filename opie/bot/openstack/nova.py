@@ -40,7 +40,7 @@ from novaclient import client as nova_client
 from novaclient import exceptions as nova_exc
 
 from opie.bot import interfaces
-from opie.core import preemptible as rc
+from opie.core import preemptible
 
 API_VERSION = '2.60'      # 2.52 tags at create, 2.37 nics=none
 IMAGE_PROXY_VERSION = '2.35'   # the last with Nova's image API
@@ -60,9 +60,9 @@ def tag_for(job_id):
     return 'opie-job-%s' % job_id
 
 
-def nova_flavor_name(name, preemptible):
+def nova_flavor_name(name, is_preemptible):
     """The Nova flavor of job flavor ``name`` in one market."""
-    return name + (rc.NAME_SUFFIX if preemptible else '')
+    return name + (preemptible.NAME_SUFFIX if is_preemptible else '')
 
 
 def client(conn):
@@ -106,18 +106,19 @@ class NovaCloud(interfaces.Cloud):
         by_name = {f.name: f for f in self.nova.flavors.list(is_public=None)}
         problems = []
         for name in sorted(job.flavors):
-            for preemptible in (False, True):
-                nova_name = nova_flavor_name(name, preemptible)
+            for is_preemptible in (False, True):
+                nova_name = nova_flavor_name(name, is_preemptible)
                 flavor = by_name.get(nova_name)
                 if flavor is None:
                     problems.append('no flavor %r' % nova_name)
                     continue
-                if rc.is_preemptible(flavor.get_keys()) != preemptible:
+                marked = preemptible.is_preemptible(flavor.get_keys())
+                if marked != is_preemptible:
                     problems.append('flavor %r %s %s=true' % (
-                        nova_name, 'lacks' if preemptible else 'has',
-                        rc.PREEMPTIBLE_SPEC))
+                        nova_name, 'lacks' if is_preemptible else 'has',
+                        preemptible.PREEMPTIBLE_SPEC))
                     continue
-                self.flavors[(name, preemptible)] = flavor.id
+                self.flavors[(name, is_preemptible)] = flavor.id
         self.image = self._find_image(problems)
         if problems:
             raise SetupError('; '.join(problems))

@@ -13,13 +13,14 @@ import pytest
 from opie.cmd import cloud
 from opie.cmd import manage
 from opie.cmd import rollback
-from opie.core import preemptible as rc
+from opie.core import preemptible
 from opie.nova import lease
 from opie.nova import token
 
-OPIE_INVENTORY = {name: {'total': 8} for name in rc.PROVIDER_CONFIG_CLASSES}
+OPIE_INVENTORY = {name: {'total': 8}
+                  for name in preemptible.PROVIDER_CONFIG_CLASSES}
 STANDARD_INVENTORY = {'VCPU': {'total': 8}}
-SERVER = {rc.CUSTOM.vcpus: 1}
+SERVER = {preemptible.CUSTOM.vcpus: 1}
 
 
 class FakeServers:
@@ -57,7 +58,7 @@ class FakeCloud:
 
     def __init__(self):
         self.providers = {}     # uuid -> (name, inventories, consumers)
-        self.classes = set(rc.PROVIDER_CONFIG_CLASSES) | {
+        self.classes = set(preemptible.PROVIDER_CONFIG_CLASSES) | {
             lease.RESOURCE_CLASS}
         self.users = {}
         self.deleted = []
@@ -70,7 +71,7 @@ class FakeCloud:
                                                   else {}))
         consumers = {server: dict(SERVER) for server in servers}
         if with_token:
-            consumers[token.consumer(uuid)] = {rc.HOST_TOKEN: 1}
+            consumers[token.consumer(uuid)] = {preemptible.HOST_TOKEN: 1}
         self.providers[uuid] = (name, inventories, consumers)
         return uuid
 
@@ -334,10 +335,10 @@ def test_removes_everything_of_opie(fake, capsys, stale_beat):
         % lease.PROVIDER_UUID,
         'removed %s inventory of compute node host-A (a nova-compute still '
         'given its provider config puts it back)'
-        % ', '.join(rc.PROVIDER_CONFIG_CLASSES),
+        % ', '.join(preemptible.PROVIDER_CONFIG_CLASSES),
         'removed %s inventory of compute node host-B (a nova-compute still '
         'given its provider config puts it back)'
-        % ', '.join(rc.PROVIDER_CONFIG_CLASSES)] + [
+        % ', '.join(preemptible.PROVIDER_CONFIG_CLASSES)] + [
         'removed resource class %s' % name for name in rollback.CLASSES] + [
         'nothing of OPIE is left in Placement']
     assert fake.classes == set()

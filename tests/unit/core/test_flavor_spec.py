@@ -2,7 +2,7 @@
 import pytest
 
 from opie.core import flavor_spec
-from opie.core import preemptible as rc
+from opie.core import preemptible
 
 SMALL = flavor_spec.Flavor('m1.small', vcpus=1, memory_mb=2048, root_gb=20,
                            ephemeral_gb=5, swap_mb=1500)
@@ -69,13 +69,14 @@ def _marked_only(flavor):
     """``flavor`` with the mark but none of the overrides."""
     return flavor_spec.Flavor(flavor.name, flavor.vcpus, flavor.memory_mb,
                               flavor.root_gb, flavor.ephemeral_gb,
-                              flavor.swap_mb, {rc.PREEMPTIBLE_SPEC: 'true'})
+                              flavor.swap_mb,
+                              {preemptible.PREEMPTIBLE_SPEC: 'true'})
 
 
 def test_the_specs_a_marked_flavor_lacks_are_all_its_overrides():
     assert flavor_spec.missing_specs(_marked_only(SMALL)) == {
         key: value for key, value in flavor_spec.preemptible_specs(
-            SMALL).items() if key != rc.PREEMPTIBLE_SPEC}
+            SMALL).items() if key != preemptible.PREEMPTIBLE_SPEC}
     assert flavor_spec.missing_specs(_twin()) == {}
     assert flavor_spec.missing_specs(_twin(**{
         'resources:CUSTOM_PREEMPTIBLE_VCPU': '4'})) == {
@@ -113,8 +114,8 @@ def test_a_preemptible_flavor_of_zero_vcpus_is_named():
 def test_a_flavor_keeping_the_contract_or_unmarked_is_not_refused():
     assert flavor_spec.refusal(_twin()) is None
     assert flavor_spec.refusal(SMALL) is None
-    assert flavor_spec.refusal(_twin(**{rc.PREEMPTIBLE_SPEC: 'ture'})) \
-        is None
+    typo = _twin(**{preemptible.PREEMPTIBLE_SPEC: 'ture'})
+    assert flavor_spec.refusal(typo) is None
 
 
 def test_a_marked_flavor_without_its_overrides_is_refused_in_one_line():
@@ -186,8 +187,9 @@ def test_a_missing_override_of_a_zero_size_is_what_nova_asks_anyway():
                                                 specs)) == []
 
 
-@pytest.mark.parametrize('value, preemptible', [
+@pytest.mark.parametrize('value, marked', [
     ('true', True), (' True ', True), ('1', True), ('yes', True),
     ('false', False), ('', False), ('no', False)])
-def test_mark_values_read_as_the_scheduler_reads_them(value, preemptible):
-    assert rc.is_preemptible({rc.PREEMPTIBLE_SPEC: value}) is preemptible
+def test_mark_values_read_as_the_scheduler_reads_them(value, marked):
+    specs = {preemptible.PREEMPTIBLE_SPEC: value}
+    assert preemptible.is_preemptible(specs) is marked

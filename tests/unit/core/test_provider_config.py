@@ -1,7 +1,7 @@
 """The provider config every compute node needs."""
 import pytest
 
-from opie.core import preemptible as rc
+from opie.core import preemptible
 from opie.core import provider_config
 from opie.core import resources as res
 
@@ -37,7 +37,7 @@ def test_custom_inventories_reads_back_what_build_wrote():
 
     assert found['CUSTOM_PREEMPTIBLE_MEMORY_MB']['total'] == 65536
     assert sorted(found) == sorted(['CUSTOM_OPIE_HOST',
-                                    *rc.CUSTOM])
+                                    *preemptible.CUSTOM])
     assert provider_config.custom_inventories({'meta': {}}) == {}
     assert provider_config.custom_inventories(None) == {}
 
