@@ -293,9 +293,9 @@ def _drive(live, ctx, args):
     rep = live.build_report(ctx)
     stem = _report_stem(_report_dir(args), ctx.job_id)
     _write_report(rep, stem)
-    if ctx.scheduler.stopped:
+    if ctx.executor.stopped:
         _say(args)('stopped (%s): every server of the job is deleted'
-                   % ctx.scheduler.stopped)
+                   % ctx.executor.stopped)
     code = _summary(args, ctx.plan.job, rep, stem)
     if _json(args):
         return code if finished else EXIT_MISSED
@@ -337,17 +337,17 @@ def _stop_after_error(ctx, exc):
     of them, for its one line.  If even that fails (the error may be the
     cloud's), they are left for ``resume`` or ``cancel``, and said so."""
     try:
-        deleted = ctx.scheduler.stop('client error: %s' % exc)
+        deleted = ctx.executor.stop('client error: %s' % exc)
         ctx.journal.set_meta(status='stopped')
     except Exception as again:
         return '%s kept running (deleting them failed: %s)' % (
-            _servers(len(ctx.scheduler.fleet.live())), again)
+            _servers(len(ctx.executor.fleet.live())), again)
     return '%s deleted' % _servers(deleted)
 
 
 def _kept(ctx):
     """What a client leaves running as it stops, for its one line."""
-    count = len(ctx.scheduler.fleet.live())
+    count = len(ctx.executor.fleet.live())
     return "the job's %s %s running" % (_servers(count), 'keeps'
                                         if count == 1 else 'keep')
 

@@ -85,7 +85,6 @@ scripts carry theirs.
 import dataclasses
 from importlib import metadata
 import json
-import math
 import os
 import secrets
 import sys
@@ -109,6 +108,7 @@ from opie.bot.openstack import credentials
 from opie.bot.openstack import errors
 from opie.bot.openstack import live
 from opie.bot.openstack import nova
+from opie.bot.openstack import runner
 from opie.bot.openstack import stores
 from opie.bot.sim import backend as sim_backend
 from opie.core import preemptible
@@ -465,9 +465,10 @@ def _published(store):
         return None
     records, heartbeat = published.get('records'), published.get(
         'heartbeat')
-    if not isinstance(records, list) or not _number(heartbeat) or not all(
-            isinstance(r, dict) and _number(r.get('t'))
-            and isinstance(r.get('event'), str) for r in records):
+    if not isinstance(records, list) \
+            or not runner.finite_number(heartbeat) or not all(
+                isinstance(r, dict) and runner.finite_number(r.get('t'))
+                and isinstance(r.get('event'), str) for r in records):
         return None
     return records, heartbeat, _retrying(published.get('retrying'))
 
@@ -475,18 +476,14 @@ def _published(store):
 def _retrying(value):
     """The controller's ``retrying`` (:func:`live.loop`'s failing polls)
     if it is one, as one line of at most :data:`ERROR_CHARS`."""
-    if not isinstance(value, dict) or not _number(value.get('for_s')) or \
+    if not isinstance(value, dict) or \
+            not runner.finite_number(value.get('for_s')) or \
             not isinstance(value.get('error'), str) or \
             not isinstance(value.get('failures'), int) or \
             isinstance(value.get('failures'), bool):
         return None
     return {'failures': value['failures'], 'for_s': value['for_s'],
             'error': oneline.escape(value['error'])[:ERROR_CHARS]}
-
-
-def _number(value):
-    return isinstance(value, (int, float)) and not isinstance(
-        value, bool) and math.isfinite(value)
 
 
 def _found(journal, meta, conn, ctl):

@@ -117,7 +117,7 @@ class Job:
                                        datadir.of_jobs(jobs_dir), job_id)
         self.runner.watch(self.fetcher.ended)
         self.checkpoints = runner_mod.AgentCheckpoints(self.runner.reader)
-        self.scheduler = executor_mod.Executor(
+        self.executor = executor_mod.Executor(
             plan, self.clock, self.cloud, self.runner, self.checkpoints,
             journal, drop_at_mtt=True, watch_hangs=True)
         # While polls fail: {'failures', 'for_s' (wall), 'error'}.
@@ -190,7 +190,7 @@ def start(plan, job_path, settings, jobs_dir, say=print, source=None,
     try:
         if not staged:
             _guard(stage, ctx.store, journal, ctx.clock, journal.meta())
-        _guard(ctx.scheduler.start)
+        _guard(ctx.executor.start)
     except BaseException:
         # Unlocked for whoever stops the job from its journal.
         journal.close()
@@ -371,7 +371,7 @@ def _adopt(ctx, job):
     assigned = {sid: runner.adopt(sid) for sid in live}
     committed = runner.results()
     _queue_unfetched(ctx.fetcher, records, committed, job)
-    ctx.scheduler.hangs.count.update(
+    ctx.executor.hangs.count.update(
         r['task'] for r in records if r['event'] == 'task_hung')
     # A task failed for hanging has no result, and is over all the same.
     done = committed | {
@@ -390,9 +390,9 @@ def _adopt(ctx, job):
     new_normal = max([int(r['key'][1:]) for r in created.values()
                       if r['key'].startswith('m')] or [0])
     taken_over = any(r['event'] == 'take_over' for r in records)
-    ctx.scheduler.adopt(adopted, done, new_normal, taken_over,
-                        stop=HORIZON_REASON if now >= _horizon(ctx)
-                        else None)
+    ctx.executor.adopt(adopted, done, new_normal, taken_over,
+                       stop=HORIZON_REASON if now >= _horizon(ctx)
+                       else None)
     ctx.resumed = True
 
 
@@ -442,12 +442,12 @@ def loop(ctx, progress=None, progress_every_s=10.0, patient=False):
     server is deleted (:meth:`Executor.stop`); True if it finished.
     ``patient``: never give up on failed polls (see the module
     docstring)."""
-    sched = ctx.scheduler
+    executor = ctx.executor
     full = getattr(ctx, 'resumed', False)
     next_line = time.monotonic()
     horizon = _horizon(ctx)
     first_failure = None
-    while not sched.finished and not sched.stopped and \
+    while not executor.finished and not executor.stopped and \
             ctx.clock.now() < horizon:
         wait_s = ctx.settings.poll_s
         try:
@@ -471,16 +471,16 @@ def loop(ctx, progress=None, progress_every_s=10.0, patient=False):
             if patient:
                 wait_s = backoff(wait_s, failures)
         if progress is not None and time.monotonic() >= next_line:
-            progress(sched.snapshot())
+            progress(executor.snapshot())
             next_line += progress_every_s
         _sleep(wait_s)
-    if not sched.finished and not sched.stopped:
-        _guard(sched.stop, HORIZON_REASON)
+    if not executor.finished and not executor.stopped:
+        _guard(executor.stop, HORIZON_REASON)
     # The tasks that ended on the last poll, or while no client ran.
     _guard(ctx.fetcher.run)
-    ctx.journal.set_meta(status=lifecycle.DONE if sched.finished
+    ctx.journal.set_meta(status=lifecycle.DONE if executor.finished
                          else lifecycle.STOPPED)
-    return sched.finished
+    return executor.finished
 
 
 def backoff(poll_s, failures):
@@ -520,7 +520,7 @@ def build_report(ctx):
                    and r['server'] not in failed]
     result = Result(plan=ctx.plan, records=records, preemptions=preemptions,
                     checkpoints=ctx.checkpoints.taken(),
-                    finished=ctx.scheduler.finished)
+                    finished=ctx.executor.finished)
     return report.build(result, report.baseline(ctx.plan,
                                                 sim_backend.run))
 

@@ -51,8 +51,9 @@ def committed(store):
 STATES = ('running', 'finished', 'failed')
 
 
-def _number(value):
-    """A finite number (JSON may hold NaN and Infinity)."""
+def finite_number(value):
+    """Whether a JSON ``value`` from the store is a finite number (JSON may
+    hold NaN and Infinity; a bool is no number)."""
     return isinstance(value, (int, float)) and not isinstance(
         value, bool) and math.isfinite(value)
 
@@ -75,7 +76,7 @@ def _wrong_report(report):
     if not isinstance(report, dict):
         return 'is not a dict'
     if not _count(report.get('attempt')) or report.get('state') not in \
-            STATES or not _number(report.get('progress')):
+            STATES or not finite_number(report.get('progress')):
         return 'lacks an attempt, a state or a progress'
     return None
 
@@ -88,16 +89,17 @@ def _wrong_status(status):
 
 def _wrong_assignment(a):
     if not isinstance(a, dict) or not _count(a.get('attempt')) or \
-            not _number(a.get('start')):
+            not finite_number(a.get('start')):
         return 'lacks an attempt or a start'
     return None
 
 
 def _wrong_checkpoint(latest):
-    if not isinstance(latest, dict) or not _number(latest.get('fraction')) \
+    if not isinstance(latest, dict) \
+            or not finite_number(latest.get('fraction')) \
             or not _count(latest.get('seq')) \
             or not isinstance(latest.get('server'), str) \
-            or not _number(latest.get('written_at')):
+            or not finite_number(latest.get('written_at')):
         return 'is not a checkpoint pointer'
     return None
 
