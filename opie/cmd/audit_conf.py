@@ -18,7 +18,9 @@ an unescaped ``$`` as a reference to another option), and
 ``opie-scheduler`` running in place of ``nova-scheduler``, which only its
 heartbeat file shows (the service record keeps Nova's name). A compute
 host needs a provider config giving it ``CUSTOM_PREEMPTIBLE_*`` inventory
-and, in shelve mode, to offload shelved instances at once. Each check
+as Nova sizes the standard one (none of VCPU when every CPU is dedicated;
+a VCPU total that nova.conf's CPU sets fix), CPU sets nova-compute starts
+with, and, in shelve mode, to offload shelved instances at once. Each check
 returns a list of :class:`~problems.Problem`.
 """
 import difflib
@@ -316,8 +318,24 @@ def _provider_config(conf):
                 'fix or remove the file, or regenerate it: ' + fix))
             continue
         inventories.update(provider_config.custom_inventories(document))
+    try:
+        shared = nova_conf.shared_cpus(conf)
+    except ValueError as exc:
+        found.append(problems.Problem(
+            'nova.conf [compute] CPU sets', str(exc),
+            'correct nova.conf, restart nova-compute, then: ' + fix))
+        shared = None
+    vcpu = preemptible.CUSTOM.vcpus
+    # Every CPU dedicated: Nova reports no VCPU, so no preemptible one.
+    no_vcpu = shared == set()
+    if no_vcpu and vcpu in inventories:
+        found.append(problems.Problem(
+            subject, 'gives %s but every CPU is in [compute] '
+            'cpu_dedicated_set: Nova reports no VCPU, and preemptible '
+            'servers never run on dedicated CPUs' % vcpu, fix))
     missing = [name for name in preemptible.PROVIDER_CONFIG_CLASSES
-               if name not in inventories]
+               if name not in inventories
+               and not (no_vcpu and name == vcpu)]
     if set(missing) - {preemptible.HOST_TOKEN}:
         found.append(problems.Problem(
             subject,
@@ -330,7 +348,7 @@ def _provider_config(conf):
                 'gives no' if missing else 'gives a wrong',
                 preemptible.HOST_TOKEN),
             fix))
-    return found + _stale_inventory(conf, inventories, subject, fix)
+    return found + _stale_inventory(conf, shared, inventories, subject, fix)
 
 
 # Also the cloud audit's words.
@@ -338,9 +356,10 @@ TOKEN_PROBLEM = ('%s inventory of %s (one unit, the host token), so '
                  'opie-scheduler places no server on this compute')
 
 
-def _stale_inventory(conf, inventories, subject, fix):
-    """Reserved amounts and explicit ratios of nova.conf against those the
-    provider config copied when it was written."""
+def _stale_inventory(conf, shared, inventories, subject, fix):
+    """Reserved amounts, explicit ratios and a VCPU total that nova.conf
+    fixes (a set of ``shared`` CPUs) against those the provider config
+    copied when it was written."""
     found = []
     ratios = nova_conf.allocation_ratios(conf)
     for name, kind, ratio, held in zip(preemptible.CUSTOM,
@@ -350,12 +369,14 @@ def _stale_inventory(conf, inventories, subject, fix):
         if not isinstance(inventory, dict):
             continue
         wanted = {'reserved': held}
+        if kind == 'cpu' and shared:
+            wanted['total'] = len(shared)
         # A ratio left unset in nova.conf may be managed in Placement.
         if getattr(conf, '%s_allocation_ratio' % kind):
             wanted['allocation_ratio'] = ratio
         for field, value in wanted.items():
-            written = inventory.get(field,
-                                    provider_config.INVENTORY_DEFAULTS[field])
+            written = inventory.get(
+                field, provider_config.INVENTORY_DEFAULTS.get(field))
             if written != value:
                 found.append(problems.Problem(
                     subject,

@@ -12,11 +12,12 @@
 
 """Reading nova.conf without Nova: the options OPIE's tools look at.
 
-``opie-manage provider-config`` reads a compute's allocation ratios and
-reserved amounts from it, ``opie-manage audit`` the scheduler's filters and
-weighers, the ``[opie]`` group and the computes' shelve and provider config
-settings; ``opie-manage nova-conf`` adds OPIE's filter and weighers to
-those there, Nova's defaults if unset. Files are read as Nova reads them
+``opie-manage provider-config`` reads a compute's allocation ratios,
+reserved amounts, CPU sets and image backend from it, ``opie-manage
+audit`` the scheduler's filters and weighers, the ``[opie]`` group and the
+computes' shelve, CPU set and provider config settings; ``opie-manage
+nova-conf`` adds OPIE's filter and weighers to those there, Nova's
+defaults if unset. Files are read as Nova reads them
 (oslo.config: several ``--config-file`` merged in order, ``$state_path``
 interpolation, repeated ``available_filters`` lines). The few Nova options
 needed are declared here with Nova's defaults, so the tools run on hosts
@@ -34,6 +35,7 @@ from oslo_config import cfg
 from opie.cmd import errors
 from opie.cmd import inifile
 from opie.core import resources as res
+from opie.core import sizing
 from opie.nova import conf as opie_conf
 
 
@@ -63,6 +65,7 @@ DEFAULT_OPTS = [
     cfg.IntOpt('reserved_host_memory_mb', default=512),
     cfg.IntOpt('reserved_host_disk_mb', default=0),
     cfg.IntOpt('shelved_offload_time', default=0),
+    cfg.StrOpt('vcpu_pin_set'),
 ]
 FILTER_SCHEDULER_OPTS = [
     cfg.MultiStrOpt('available_filters',
@@ -79,12 +82,24 @@ FILTER_SCHEDULER_OPTS = [
 COMPUTE_OPTS = [
     cfg.StrOpt('provider_config_location',
                default='/etc/nova/provider_config/'),
+    cfg.StrOpt('cpu_shared_set'),
+    cfg.StrOpt('cpu_dedicated_set'),
+]
+LIBVIRT_OPTS = [
+    cfg.StrOpt('images_type', default='default',
+               choices=('raw', 'flat', 'qcow2', 'lvm', 'rbd', 'ploop',
+                        'default')),
+    cfg.StrOpt('images_volume_group'),
+    cfg.StrOpt('images_rbd_pool', default='rbd'),
+    cfg.StrOpt('images_rbd_ceph_conf', default=''),
+    cfg.StrOpt('rbd_user'),
 ]
 SCHEDULER_OPTS = [
     cfg.IntOpt('max_placement_results', default=1000),
 ]
 OPTS = {None: DEFAULT_OPTS, 'filter_scheduler': FILTER_SCHEDULER_OPTS,
-        'compute': COMPUTE_OPTS, 'scheduler': SCHEDULER_OPTS}
+        'compute': COMPUTE_OPTS, 'scheduler': SCHEDULER_OPTS,
+        'libvirt': LIBVIRT_OPTS}
 # Not Nova's: placement.conf's, when the audit is given that file too.
 PLACEMENT_OPTS = {'placement': [
     cfg.BoolOpt('randomize_allocation_candidates', default=False)]}
@@ -215,3 +230,12 @@ def reserved(conf):
                          _checked(conf, 'reserved_host_memory_mb', 0),
                          math.ceil(_checked(conf, 'reserved_host_disk_mb', 0)
                                    / 1024))
+
+
+def shared_cpus(conf):
+    """The CPUs this compute's Nova reports as VCPU (None: every online
+    one), by :func:`opie.core.sizing.shared_cpus`; what nova-compute
+    refuses is a ValueError."""
+    return sizing.shared_cpus(conf.vcpu_pin_set, conf.compute.cpu_shared_set,
+                              conf.compute.cpu_dedicated_set,
+                              conf.reserved_host_cpus)

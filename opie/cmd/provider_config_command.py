@@ -22,14 +22,24 @@ ones can::
         --output /etc/nova/provider_config/opie.yaml
     systemctl restart nova-compute
 
-Capacity is detected as the libvirt driver sees it (online CPUs, total
-RAM, size of the file system of ``instances_path``) unless ``--vcpus``,
-``--memory-mb`` or ``--disk-gb`` say otherwise; allocation ratios and
-reserved amounts come from nova.conf (Nova's defaults without one).
-Regenerate the file and restart nova-compute whenever they change;
-``opie-manage audit`` reports a compute whose inventories disagree.
+The totals are Nova's (:mod:`opie.core.sizing`): nova.conf's
+``vcpu_pin_set``, ``[compute] cpu_shared_set`` and ``cpu_dedicated_set``
+choose the CPUs counted as VCPU (dedicated ones, PCPU, are not mirrored),
+and ``[libvirt] images_type`` where DISK_GB comes from. What Nova reads
+from the host is measured unless an option says it: ``--vcpus N`` (the
+host's CPUs 0 to N-1, else those ``/sys/devices/system/cpu/online``
+lists), ``--memory-mb`` (else MemTotal), ``--disk-gb`` (else the size of
+the file system of ``instances_path``, or with ``images_type = rbd`` the
+Ceph cluster's, which ``ceph df`` gives with ``[libvirt] rbd_user`` and
+``images_rbd_ceph_conf``, as Nova asks it; ``lvm`` volume groups are not
+measured). Allocation ratios and reserved amounts come from nova.conf
+(Nova's defaults without one). Regenerate the file and restart
+nova-compute whenever any of these change; ``opie-manage audit`` reports
+a compute whose inventories disagree.
 """
+import json
 import os
+import subprocess
 import sys
 
 from opie import arguments
@@ -40,14 +50,36 @@ from opie.cmd import options
 from opie.core import preemptible
 from opie.core import provider_config
 from opie.core import resources as res
+from opie.core import sizing
 
 
-def detect_vcpus(conf):
-    """Online CPUs, as libvirt counts them."""
-    return os.cpu_count() or 1
+ONLINE_CPUS = '/sys/devices/system/cpu/online'
+# Seconds `ceph df` may take.
+CEPH_TIMEOUT = 60
 
 
-def detect_memory_mb(conf):
+def online_cpus(given):
+    """The host's online CPUs, as libvirt lists them: CPUs 0 to
+    ``given`` - 1 when given, else those the kernel lists online."""
+    if given is not None:
+        return set(range(given))
+    try:
+        with open(ONLINE_CPUS, encoding='ascii') as f:
+            return sizing.parse_cpu_spec(ONLINE_CPUS, f.read())
+    except (OSError, ValueError):
+        return set(range(os.cpu_count() or 1))
+
+
+def vcpus(conf, given):
+    """VCPU as Nova counts it on this host (``given``: its CPU count)."""
+    try:
+        return sizing.vcpus(online_cpus(given), nova_conf.shared_cpus(conf))
+    except ValueError as exc:
+        raise errors.UsageError('%s: %s' % (nova_conf.where(conf), exc)) \
+            from None
+
+
+def detect_memory_mb():
     """Total RAM, as libvirt reports it (MemTotal)."""
     try:
         with open('/proc/meminfo', encoding='ascii') as f:
@@ -59,18 +91,41 @@ def detect_memory_mb(conf):
 
 
 def detect_disk_gb(conf):
-    """Size of the file system of ``instances_path``, as libvirt reports
-    it for local disks."""
+    """DISK_GB as the libvirt driver measures it for
+    ``[libvirt] images_type``."""
+    images_type = conf.libvirt.images_type
+    if images_type == sizing.RBD:
+        return _ceph_disk_gb(conf.libvirt)
+    if images_type == sizing.LVM:
+        raise errors.UsageError(
+            '[libvirt] images_type = lvm: Nova sizes the disk by volume '
+            'group %s, which this command does not measure: give --disk-gb'
+            % conf.libvirt.images_volume_group)
     try:
         fs = os.statvfs(conf.instances_path)
     except OSError as exc:
         raise errors.UsageError(
             'cannot size the disk of instances_path %s (%s): give '
             '--disk-gb' % (conf.instances_path, exc.strerror)) from None
-    return fs.f_frsize * fs.f_blocks // 1024 ** 3
+    return fs.f_frsize * fs.f_blocks // sizing.GIB
 
 
-DETECTORS = res.Resources(detect_vcpus, detect_memory_mb, detect_disk_gb)
+def _ceph_disk_gb(libvirt):
+    """The Ceph cluster's size, asked as Nova's RBDDriver asks it."""
+    args = ['ceph', 'df', '--format=json']
+    if libvirt.rbd_user:
+        args += ['--id', libvirt.rbd_user]
+    if libvirt.images_rbd_ceph_conf:
+        args += ['--conf', libvirt.images_rbd_ceph_conf]
+    cannot = 'cannot size Ceph pool %s (%s): give --disk-gb'
+    try:
+        answer = subprocess.run(args, capture_output=True, text=True,
+                                check=True, timeout=CEPH_TIMEOUT).stdout
+        return sizing.ceph_disk_gb(json.loads(answer),
+                                   libvirt.images_rbd_pool)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        raise errors.UsageError(cannot % (
+            libvirt.images_rbd_pool, ' '.join(str(exc).split()))) from None
 
 
 def register(subparsers):
@@ -81,15 +136,20 @@ def register(subparsers):
         description='Write the Nova provider config (provider.yaml) that '
         'gives this compute CUSTOM_PREEMPTIBLE_* inventory with the '
         'capacity of its standard classes. Put it in [compute] '
-        'provider_config_location and restart nova-compute. Capacity is '
-        'detected unless given; allocation ratios and reserved amounts '
-        'come from nova.conf.')
+        'provider_config_location and restart nova-compute. Totals follow '
+        "Nova's rules for nova.conf's CPU sets and image backend, from "
+        'what is measured on the host unless given; allocation ratios and '
+        'reserved amounts come from nova.conf.')
     options.add_nova_conf_arguments(parser, "the compute's")
-    for option, what in (('--vcpus', 'CPUs'), ('--memory-mb', 'RAM in MB'),
-                         ('--disk-gb', 'instance disk in GB')):
+    for option, what in (
+            ('--vcpus', 'CPUs (numbered 0 to N-1; nova.conf\'s CPU sets '
+             'choose those counted as VCPU)'),
+            ('--memory-mb', 'RAM in MB'),
+            ('--disk-gb', 'instance disk in GB (the Ceph cluster\'s with '
+             'images_type = rbd)')):
         parser.add_argument(option, metavar='N',
                             type=arguments.whole_number(1),
-                            help='total %s of the host (default: detected)'
+                            help='total %s of the host (default: measured)'
                             % what)
     parser.add_argument('--output', default='-', metavar='FILE',
                         help='file to write, "-" for stdout (default)')
@@ -98,10 +158,10 @@ def register(subparsers):
 
 def command(args):
     conf = nova_conf.load(args.config_file, args.config_dir)
-    total = res.Resources(*(
-        given if given is not None else detect(conf)
-        for given, detect in zip((args.vcpus, args.memory_mb, args.disk_gb),
-                                 DETECTORS)))
+    total = res.Resources(
+        vcpus(conf, args.vcpus),
+        args.memory_mb if args.memory_mb is not None else detect_memory_mb(),
+        args.disk_gb if args.disk_gb is not None else detect_disk_gb(conf))
     ratios = nova_conf.allocation_ratios(conf)
     reserved = nova_conf.reserved(conf)
     try:

@@ -19,7 +19,8 @@ cost plugins (:mod:`.costs`), exact victim selection (:mod:`.victims`) and
 one scheduling decision end to end (:mod:`.scheduling`). So does the model
 the tools share: the preemptible contract (:mod:`.preemptible`), what a
 preemptible flavor's extra specs must be (:mod:`.flavor_spec`), the
-compute's provider config (:mod:`.provider_config`), cloud snapshots
+compute's provider config (:mod:`.provider_config`) and Nova's sizing
+of it (:mod:`.sizing`), cloud snapshots
 (:mod:`.snapshot`) and the problems checks report (:mod:`.problems`). The
 Nova plugin, ``opie-manage`` and ``opie-bot`` are thin layers over it;
 nothing here imports them (``tests/unit/test_layout.py``).

@@ -38,18 +38,22 @@ INVENTORY_DEFAULTS = {'reserved': 0, 'allocation_ratio': 1.0}
 def build(total, ratios, reserved):
     """The provider config document (a dict) for one compute node.
 
-    Each custom class gets the total, reserved amount and allocation ratio
-    of its standard class, so Placement computes the same capacity,
-    ``(total - reserved) * ratio``, for both; the host token's class gets
-    its one unit. A total below 1 or below what is reserved is a
-    ValueError naming the class.
+    Each custom class gets the total (:mod:`.sizing` says how Nova counts
+    it), reserved amount and allocation ratio of its standard class, so
+    Placement computes the same capacity, ``(total - reserved) * ratio``,
+    for both; a total of 0 leaves the class out, as Nova leaves out the
+    standard one (a compute whose CPUs are all dedicated has no VCPU).
+    The host token's class gets its one unit. A negative total, or one
+    below what is reserved, is a ValueError naming the class.
     """
     additional = []
     for name, amount, ratio, held in zip(preemptible.CUSTOM, total, ratios,
                                          reserved):
-        if amount < 1:
-            raise ValueError('%s: a compute needs a total of at least 1, '
-                             'got %d' % (name, amount))
+        if amount < 0:
+            raise ValueError('%s: a total cannot be negative, got %d'
+                             % (name, amount))
+        if not amount:
+            continue
         if held > amount:
             raise ValueError('%s: %d reserved is more than the total %d'
                              % (name, held, amount))

@@ -81,6 +81,19 @@ class ServiceUser(plugin.BaseAuthPlugin):
         return access.create(body=body, auth_token=self.TOKEN)
 
 
+def use_installed_nova(test):
+    """What any in-process cloud of Nova's functional test bases needs with
+    the pip-installed Nova: call it in ``_setup_services``."""
+    # SQLAlchemy 2.1 deprecates orm.noload(), which Nova uses; Nova's
+    # WarningsFixture turns that into an error (HTTP 500).
+    warnings.filterwarnings('ignore', message=r'The noload\(\) option',
+                            category=sqla_exc.SADeprecationWarning)
+    # A pip-installed Nova keeps api-paste.ini under the venv, not next to
+    # the package as ConfFixture assumes.
+    test.flags(api_paste_config=os.path.join(
+        sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
+
+
 class OpieHarness(integrated_helpers._IntegratedTestBase):
     ADMIN_API = True
     microversion = 'latest'
@@ -94,14 +107,7 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
     COMPUTE_FLAGS = {}
 
     def _setup_services(self):
-        # SQLAlchemy 2.1 deprecates orm.noload(), which Nova uses; Nova's
-        # WarningsFixture turns that into an error (HTTP 500).
-        warnings.filterwarnings('ignore', message=r'The noload\(\) option',
-                                category=sqla_exc.SADeprecationWarning)
-        # A pip-installed Nova keeps api-paste.ini under the venv, not
-        # next to the package as ConfFixture assumes.
-        self.flags(api_paste_config=os.path.join(
-            sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
+        use_installed_nova(self)
         self.flags(instances=-1, cores=-1, ram=-1, group='quota')
         config_dir = self.useFixture(fixtures.TempDir()).path
         document = provider_config.build(self.DRIVER.capacity(),

@@ -21,14 +21,18 @@ import importlib
 
 from nova.compute import provider_config as nova_provider_config
 import nova.conf
+from nova import exception
 from nova import objects
 from nova.scheduler import utils as scheduler_utils
+from nova.virt import hardware
+import pytest
 
 from opie.cmd import nova_conf
 from opie.core import flavor_spec
 from opie.core import preemptible
 from opie.core import provider_config
 from opie.core import resources as res
+from opie.core import sizing
 
 
 def test_nova_conf_declarations_match_novas():
@@ -73,3 +77,18 @@ def test_nova_asks_placement_for_custom_classes_only():
     asked = scheduler_utils.resources_from_flavor_and_bfv(nova_flavor, False)
 
     assert asked == dict(zip(preemptible.CUSTOM, small.size()))
+
+
+@pytest.mark.parametrize('spec', [
+    '0-3,^2', '0-7,^2-5', ' 1 , 3 ,,', '^1,0-2', '0-3,^0-3', '1_0', '+3',
+    '3-1', '-1', '2-', '^', '^-3', '1-^3', 'one', '0x1', ' - ', '',
+])
+def test_cpu_sets_are_read_as_nova_reads_them(spec):
+    """The same CPUs, or both refuse the spec."""
+    try:
+        theirs = hardware.parse_cpu_spec(spec)
+    except exception.Invalid:
+        with pytest.raises(ValueError):
+            sizing.parse_cpu_spec('cpu_shared_set', spec)
+    else:
+        assert sizing.parse_cpu_spec('cpu_shared_set', spec) == theirs

@@ -150,6 +150,18 @@ def test_shelve_mode_done_right_has_no_problem(host):
      'gives no inventory of CUSTOM_PREEMPTIBLE_VCPU, '
      'CUSTOM_PREEMPTIBLE_MEMORY_MB, CUSTOM_PREEMPTIBLE_DISK_GB, '
      'CUSTOM_OPIE_HOST'),
+    ('[compute]\ncpu_shared_set = 0-3,^2\ncpu_dedicated_set = 4-7\n',
+     'provider config {tmp}/provider_config',
+     'CUSTOM_PREEMPTIBLE_VCPU has total 8 but nova.conf gives the standard '
+     'class 3'),
+    ('[compute]\ncpu_dedicated_set = 0-7\n',
+     'provider config {tmp}/provider_config',
+     'gives CUSTOM_PREEMPTIBLE_VCPU but every CPU is in [compute] '
+     'cpu_dedicated_set'),
+    ('[compute]\ncpu_shared_set = 0-4\ncpu_dedicated_set = 4-7\n',
+     'nova.conf [compute] CPU sets',
+     'cpu_shared_set and cpu_dedicated_set must be disjoint, both name '
+     'CPUs 4'),
     ('[scheduler]\nmax_placement_results = 50\n',
      'nova.conf [scheduler] max_placement_results',
      'is 50 while [placement] randomize_allocation_candidates is not true: '
@@ -466,3 +478,17 @@ def test_a_nova_this_opie_was_not_built_for_is_named(host, installed_nova,
     found = host.check(roles=(audit_conf.SCHEDULER,))
 
     assert [(p.subject, p.message) for p in found] == [('Nova', message)]
+
+
+def test_a_compute_of_dedicated_cpus_needs_no_preemptible_vcpu(host):
+    """Nova reports no VCPU there, so provider-config writes none."""
+    host.write_conf('[compute]\ncpu_dedicated_set = 0-7\n')
+    conf = nova_conf.load([str(host.conf_path)])
+    total = res.Resources(0, 16384, 100)
+    ratios, reserved = (nova_conf.allocation_ratios(conf),
+                        nova_conf.reserved(conf))
+    host.provider_yaml.write_text(provider_config.dump(
+        provider_config.build(total, ratios, reserved), total, ratios,
+        reserved))
+
+    assert host.check() == []

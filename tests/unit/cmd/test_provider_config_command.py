@@ -65,7 +65,8 @@ def test_command_detects_what_it_is_not_told(tmp_path, capsys):
 
     assert rc == 0
     found = provider_config.custom_inventories(yaml.safe_load(out))
-    assert found['CUSTOM_PREEMPTIBLE_VCPU']['total'] == os.cpu_count()
+    assert found['CUSTOM_PREEMPTIBLE_VCPU']['total'] == len(
+        provider_config_command.online_cpus(None))
     assert found['CUSTOM_PREEMPTIBLE_MEMORY_MB']['total'] == 4096
     fs = os.statvfs(tmp_path)
     assert found['CUSTOM_PREEMPTIBLE_DISK_GB']['total'] == (
@@ -76,7 +77,7 @@ def test_detected_memory_is_memtotal():
     with open('/proc/meminfo') as f:
         kib = int(f.readline().split()[1])
 
-    assert provider_config_command.detect_memory_mb(None) == kib // 1024
+    assert provider_config_command.detect_memory_mb() == kib // 1024
 
 
 @pytest.mark.parametrize('args, message', [
@@ -179,3 +180,102 @@ def test_config_dir_values_win(tmp_path, capsys):
     assert rc == 0
     found = provider_config.custom_inventories(yaml.safe_load(out))
     assert found['CUSTOM_PREEMPTIBLE_VCPU']['allocation_ratio'] == 3.0
+
+
+def _sized(tmp_path, capsys, conf_text, *args):
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(conf_text)
+    rc, out, err = _run(capsys, 'provider-config', '--config-file',
+                        str(conf), '--memory-mb', '4096', *args)
+    return rc, provider_config.custom_inventories(
+        yaml.safe_load(out)) if rc == 0 else err
+
+
+def test_vcpus_are_the_shared_cpus_not_the_dedicated_ones(tmp_path, capsys):
+    """The operator's host: 2 CPUs, one shared, one dedicated."""
+    rc, found = _sized(tmp_path, capsys, '[compute]\ncpu_shared_set = 1\n'
+                       'cpu_dedicated_set = 0\n', '--vcpus', '2',
+                       '--disk-gb', '10')
+
+    assert rc == 0
+    assert found['CUSTOM_PREEMPTIBLE_VCPU']['total'] == 1
+    assert 'CUSTOM_PREEMPTIBLE_PCPU' not in found
+
+
+def test_dedicated_cpus_only_write_no_preemptible_vcpu(tmp_path, capsys):
+    rc, found = _sized(tmp_path, capsys, '[compute]\ncpu_dedicated_set = '
+                       '0-3\n', '--vcpus', '4', '--disk-gb', '10')
+
+    assert rc == 0
+    assert sorted(found) == ['CUSTOM_OPIE_HOST', 'CUSTOM_PREEMPTIBLE_DISK_GB',
+                             'CUSTOM_PREEMPTIBLE_MEMORY_MB']
+
+
+def _fake_ceph(tmp_path, monkeypatch, script):
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    ceph = bin_dir / 'ceph'
+    ceph.write_text('#!/bin/sh\n' + script)
+    ceph.chmod(0o755)
+    monkeypatch.setenv('PATH', str(bin_dir))
+
+
+RBD = ('[libvirt]\nimages_type = rbd\nimages_rbd_pool = vms\n'
+       'rbd_user = nova\nimages_rbd_ceph_conf = /etc/ceph/c.conf\n')
+
+
+def test_rbd_disk_is_asked_of_ceph_as_nova_asks(tmp_path, capsys,
+                                                monkeypatch):
+    _fake_ceph(tmp_path, monkeypatch,
+               'echo "$@" > %s/args\n'
+               'echo \'{"stats": {"total_bytes": %d}, '
+               '"pools": [{"name": "vms", "stats": {}}]}\'\n'
+               % (tmp_path, 2 * 1024 ** 4))
+
+    rc, found = _sized(tmp_path, capsys, RBD, '--vcpus', '4')
+
+    assert rc == 0
+    assert found['CUSTOM_PREEMPTIBLE_DISK_GB']['total'] == 2048
+    assert (tmp_path / 'args').read_text() == (
+        'df --format=json --id nova --conf /etc/ceph/c.conf\n')
+
+
+@pytest.mark.parametrize('conf_text, script, message', [
+    (RBD, 'echo "auth failed" >&2; exit 1\n',
+     "cannot size Ceph pool vms (Command '['ceph', 'df', '--format=json', "
+     "'--id', 'nova', '--conf', '/etc/ceph/c.conf']' returned non-zero "
+     "exit status 1.): give --disk-gb"),
+    (RBD, 'echo "{}"\n', 'cannot size Ceph pool vms (ceph df gave no pools'),
+    (RBD, 'echo \'{"stats": {"total_bytes": 1}, "pools": []}\'\n',
+     'cannot size Ceph pool vms (Ceph has no pool vms'),
+    (RBD, 'echo "not json"\n', 'cannot size Ceph pool vms (Expecting'),
+    ('[libvirt]\nimages_type = lvm\nimages_volume_group = vg0\n', '',
+     'images_type = lvm: Nova sizes the disk by volume group vg0'),
+    ('[compute]\ncpu_shared_set = 0-4\ncpu_dedicated_set = 4-7\n', '',
+     'must be disjoint, both name CPUs 4 (nova-compute will not start)'),
+    ('[compute]\ncpu_shared_set = 0-3,^0-3\n', '',
+     "cpu_shared_set: '0-3,^0-3' names no CPU"),
+    ('[compute]\ncpu_shared_set = 2-9\n', '',
+     'names CPUs 8,9 that are not online (online: 0,1,2,3,4,5,6,7)'),
+    ('[compute]\ncpu_dedicated_set = 0-1\n[DEFAULT]\n'
+     'reserved_host_cpus = 1\n', '', 'reserved_host_cpus cannot be set'),
+    ('[libvirt]\nimages_type = zfs\n', '', 'images_type'),
+])
+def test_what_nova_would_not_report_exits_2(tmp_path, capsys, monkeypatch,
+                                            conf_text, script, message):
+    _fake_ceph(tmp_path, monkeypatch, script)
+
+    rc, err = _sized(tmp_path, capsys, conf_text, '--vcpus', '8')
+
+    assert rc == 2
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_no_ceph_command_asks_for_disk_gb(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv('PATH', str(tmp_path))
+
+    rc, err = _sized(tmp_path, capsys, RBD, '--vcpus', '8')
+
+    assert rc == 2
+    assert "cannot size Ceph pool vms ([Errno 2] No such file or directory: "\
+        "'ceph'): give --disk-gb" in err

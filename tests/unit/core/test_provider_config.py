@@ -54,9 +54,20 @@ def test_custom_inventories_reads_back_what_build_wrote():
     assert provider_config.custom_inventories(None) == {}
 
 
+def test_a_class_nova_reports_none_of_is_left_out():
+    """Every CPU dedicated: Nova reports no VCPU (Placement refuses a total
+    of 0)."""
+    document = provider_config.build(res.Resources(0, 1024, 10), RATIOS,
+                                     res.ZERO)
+
+    assert sorted(provider_config.custom_inventories(document)) == [
+        'CUSTOM_OPIE_HOST', 'CUSTOM_PREEMPTIBLE_DISK_GB',
+        'CUSTOM_PREEMPTIBLE_MEMORY_MB']
+
+
 @pytest.mark.parametrize('total, reserved, message', [
-    (res.Resources(0, 1024, 10), res.ZERO,
-     'CUSTOM_PREEMPTIBLE_VCPU: a compute needs a total of at least 1'),
+    (res.Resources(-1, 1024, 10), res.ZERO,
+     'CUSTOM_PREEMPTIBLE_VCPU: a total cannot be negative, got -1'),
     (TOTAL, res.Resources(0, 70000, 0),
      'CUSTOM_PREEMPTIBLE_MEMORY_MB: 70000 reserved is more than the total'),
 ])
