@@ -206,7 +206,7 @@ def nova(lab):
 
 def metrics_dir(lab):
     """Where the schedulers' workers write their metrics (``[opie]
-    metrics_dir``), one ``opie-scheduler.<pid>.prom`` each."""
+    metrics_dir``), one ``opie-scheduler.<host>.<worker>.prom`` each."""
     return lab.data / 'metrics'
 
 

@@ -303,7 +303,8 @@ is left at Nova's default (the Python install), the file goes to
         type=StatePath(),
         help="""
 Directory where every scheduler worker writes its Prometheus metrics, one
-file ``opie-scheduler.<pid>.prom`` each, every ``heartbeat_interval``
+file ``opie-scheduler.<host>.<worker>.prom`` each (``<worker>``: a slot the
+worker started in its place takes again), every ``heartbeat_interval``
 seconds and after each preemption: point node_exporter's textfile collector
 at it (``--collector.textfile.directory``). Unset, no metrics are written.
 A ``$state_path`` value moves to /var/lib/nova/ as ``heartbeat_path``

@@ -245,7 +245,12 @@ class OpieSchedulerManager(manager.SchedulerManager):
     @periodic_task.periodic_task(spacing=CONF.opie.reconcile_interval,
                                  enabled=CONF.opie.reconcile_interval > 0)
     def _opie_reconcile(self, context):
-        if self.lease.acquire(context):
+        held = False
+        try:
+            held = self.lease.acquire(context)
+        finally:
+            metrics.lease(held)
+        if held:
             self.reconciler.run(
                 context, renew=lambda: self.lease.acquire(context))
             if self.settings.termination_mode == opie_conf.SHELVE:

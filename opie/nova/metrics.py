@@ -10,11 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Prometheus metrics of the OPIE scheduler.
+"""Prometheus metrics of the OPIE scheduler, for dashboards and alerts.
 
 Each scheduler worker counts in its own registry (:data:`REGISTRY`, one
 per process: Nova forks its workers after importing this module, so each
-starts from zero). The metrics, all prefixed ``opie_``:
+starts from zero). Every series a worker can count is there from its first
+write, at 0: each labelled counter with every value of its labels (the
+tuples below), so that ``increase()`` sees the first event after a restart
+too. The metrics, all prefixed ``opie_``:
 
 ``opie_preemptions_total{mode, reason}`` (counter)
     Preemptible instances terminated (``mode``: ``delete`` or ``shelve``).
@@ -51,19 +54,61 @@ starts from zero). The metrics, all prefixed ``opie_``:
 ``opie_safe_mode`` (gauge)
     1 when ``opie-scheduler`` runs in safe mode (a Nova this OPIE was not
     built for: :mod:`.safe_mode`): nothing is preempted. Alert on it.
+``opie_lease_holder`` (gauge)
+    1 on the worker that held the reconciler's lease (:mod:`.lease`) at
+    its last reconcile period, 0 elsewhere: the sum over all workers is 1
+    when the reconciler runs.
+``opie_last_reconcile_success_timestamp_seconds`` (gauge)
+    When this worker last finished a reconcile pass (Unix time; 0 if it
+    never did). Passes stopped by a lost lease or a Placement error do not
+    count. Alert on ``time() - max(...)``.
+``opie_capacity{aggregate, resource}`` (gauge)
+    Per host class, the schedulable capacity of its hosts, per standard
+    resource class (``resource``: ``VCPU``, ``MEMORY_MB``, ``DISK_GB``).
+    A host class is a Nova host aggregate: what an operator adds hosts to
+    and ties flavors and availability zones to, so where capacity runs
+    short is where to add hosts. A host in several aggregates counts in
+    each, one in none under ``(none)`` (:data:`NO_AGGREGATE`).
+``opie_normal_free{aggregate, resource}`` (gauge)
+    The room a normal request can still get there: capacity less normal
+    usage (h_n), preempting where it must.
+``opie_preemptible_free{aggregate, resource}`` (gauge)
+    The room a preemptible request can get there: capacity less all usage
+    (h_f). The room preemptible instances hold is the difference of the
+    two.
+
+    These three are the lease holder's only, from the inventories and
+    usages its reconcile pass reads from Placement anyway (no request
+    more), as fresh as its last pass; each host's room counts from 0 (an
+    overcommitted host has none, and takes none from the others).
 
 Export: set ``[opie] metrics_dir`` to node_exporter's textfile collector
 directory (``--collector.textfile.directory``). Each worker then writes
-its own file ``opie-scheduler.<pid>.prom`` there, atomically (a new file
-renamed over the old), every ``[opie] heartbeat_interval`` seconds and
-after each preemption, with the labels ``host`` (Nova's ``[DEFAULT]
-host``) and ``pid`` on every sample, so the workers' series never collide
-(sum them: ``sum by (mode) (rate(opie_preemptions_total[5m]))``). A
-worker removes the files of workers no longer running; a worker's counters
-restart at zero with it, which ``rate()`` and ``increase()`` handle as a
-counter reset. Unset (the default), nothing is written.
+its file there, atomically (a new file renamed over the old), every
+``[opie] heartbeat_interval`` seconds and after each preemption.
+
+Worker identity: a worker takes the lowest free *slot* of its service
+(Nova's ``[DEFAULT] host``) in the directory, holding an exclusive
+``flock`` on ``opie-scheduler.<host>.<slot>.lock`` for its life, and
+writes ``opie-scheduler.<host>.<slot>.prom`` with the labels ``host`` and
+``worker`` (the slot) on every sample. The kernel drops a dead worker's
+lock, so the worker Nova forks in its place takes its slot, file and
+series again: restarts make no new series, and a worker's counters
+restarting at zero are a counter reset to ``rate()`` and ``increase()``.
+Sum over workers: ``sum by (mode) (rate(opie_preemptions_total[5m]))``.
+Each write removes the files and locks of slots no process holds (workers
+gone for good, ``[scheduler] workers`` lowered, files of older OPIE
+releases named by pid); the directory's own ``opie-scheduler.lock``
+orders claims and removals. Unset (the default), nothing is written.
+
+Tuning: ``[opie] heartbeat_interval`` sets how often files are rewritten,
+``[opie] reconcile_interval`` how fresh the lease, reconcile and capacity
+gauges are; host aggregates are the host classes.
 """
+import contextlib
+import fcntl
 import glob
+import itertools
 import os
 import re
 import threading
@@ -74,41 +119,62 @@ import prometheus_client
 from prometheus_client import metrics_core
 
 from opie.core import preemptible
-from opie.nova import conf as opie_conf  # noqa: F401 (registers [opie])
+from opie.core import resources as res
+from opie.nova import conf as opie_conf  # also registers [opie]
 
 LOG = logging.getLogger(__name__)
 REGISTRY = prometheus_client.CollectorRegistry()
 FILE_PREFIX = 'opie-scheduler.'
-_FILE = re.compile(r'^opie-scheduler\.(\d+)\.prom$')
+DIRECTORY_LOCK = 'opie-scheduler.lock'
 _write_lock = threading.Lock()
 
-PREEMPTIONS = prometheus_client.Counter(
+# Every value of each label, so that each series is there from the start.
+MODES = (opie_conf.DELETE, opie_conf.SHELVE)
+REASONS = ('request', 'room-taken', 'claimed', 'reconcile')
+WRITERS = ('scheduler', 'reconciler')
+REQUEST_KINDS = ('true', 'false', 'unknown')
+# Reconciler notification reasons -> repair kinds.
+_REPAIR_KINDS = {'claimed': 'claimed', 'reconcile': 'overcommit'}
+# The host class of hosts in no aggregate.
+NO_AGGREGATE = '(none)'
+
+
+def _counter(name, documentation, **labels):
+    """A counter with a series, at 0, for every combination of the values
+    ``labels`` (label -> values) lists."""
+    counter = prometheus_client.Counter(name, documentation, list(labels),
+                                        registry=REGISTRY)
+    if labels:
+        for values in itertools.product(*labels.values()):
+            counter.labels(*values)
+    return counter
+
+
+PREEMPTIONS = _counter(
     'opie_preemptions', 'Preemptible instances terminated.',
-    ['mode', 'reason'], registry=REGISTRY)
-TERMINATION_FAILURES = prometheus_client.Counter(
+    mode=MODES, reason=REASONS)
+TERMINATION_FAILURES = _counter(
     'opie_termination_failures', 'Victims OPIE could not terminate.',
-    ['mode'], registry=REGISTRY)
+    mode=MODES)
 VICTIMS_PER_REQUEST = prometheus_client.Histogram(
     'opie_victims_per_request',
     'Victims claimed by each scheduling request placed.',
     buckets=(0, 1, 2, 3, 4, 6, 8, 12, 16, 32), registry=REGISTRY)
-CLAIM_CONFLICTS = prometheus_client.Counter(
+CLAIM_CONFLICTS = _counter(
     'opie_claim_conflicts',
     'Placement writes refused because the host changed since read.',
-    ['writer'], registry=REGISTRY)
-CLAIM_RETRIES = prometheus_client.Counter(
-    'opie_claim_retries', 'Claims decided anew on the same host.',
-    registry=REGISTRY)
-HOSTS_ABANDONED = prometheus_client.Counter(
+    writer=WRITERS)
+CLAIM_RETRIES = _counter(
+    'opie_claim_retries', 'Claims decided anew on the same host.')
+HOSTS_ABANDONED = _counter(
     'opie_claim_hosts_abandoned',
-    'Hosts given up after changing under every retry.',
-    registry=REGISTRY)
-NO_ROOM = prometheus_client.Counter(
+    'Hosts given up after changing under every retry.')
+NO_ROOM = _counter(
     'opie_no_room', 'Requests that failed with NoValidHost.',
-    ['preemptible'], registry=REGISTRY)
-RECONCILER_REPAIRS = prometheus_client.Counter(
+    preemptible=REQUEST_KINDS)
+RECONCILER_REPAIRS = _counter(
     'opie_reconciler_repairs', 'Instances the reconciler took.',
-    ['kind'], registry=REGISTRY)
+    kind=sorted(set(_REPAIR_KINDS.values())))
 SELECT_SECONDS = prometheus_client.Histogram(
     'opie_select_destinations_seconds',
     'Time taken to answer select_destinations.',
@@ -117,9 +183,25 @@ SELECT_SECONDS = prometheus_client.Histogram(
 SAFE_MODE = prometheus_client.Gauge(
     'opie_safe_mode', '1 when opie-scheduler runs in safe mode.',
     registry=REGISTRY)
-
-# Reconciler notification reasons -> repair kinds.
-_REPAIR_KINDS = {'claimed': 'claimed', 'reconcile': 'overcommit'}
+LEASE_HOLDER = prometheus_client.Gauge(
+    'opie_lease_holder', '1 on the worker holding the reconciler lease.',
+    registry=REGISTRY)
+LAST_RECONCILE = prometheus_client.Gauge(
+    'opie_last_reconcile_success_timestamp_seconds',
+    'When this worker last finished a reconcile pass (0: never).',
+    registry=REGISTRY)
+CAPACITY = prometheus_client.Gauge(
+    'opie_capacity', 'Schedulable capacity of the aggregate\'s hosts.',
+    ['aggregate', 'resource'], registry=REGISTRY)
+NORMAL_FREE = prometheus_client.Gauge(
+    'opie_normal_free',
+    'Room normal requests can get (capacity less normal usage).',
+    ['aggregate', 'resource'], registry=REGISTRY)
+PREEMPTIBLE_FREE = prometheus_client.Gauge(
+    'opie_preemptible_free',
+    'Room preemptible requests can get (capacity less all usage).',
+    ['aggregate', 'resource'], registry=REGISTRY)
+_HOST_CLASS_GAUGES = (CAPACITY, NORMAL_FREE, PREEMPTIBLE_FREE)
 
 
 # hooks -------------------------------------------------------------------
@@ -152,6 +234,45 @@ def terminated(preemption, done, request_info, mode):
     export()
 
 
+def lease(held):
+    """Whether this worker holds the reconciler lease now. One that does
+    not exports no capacity: what it last read is the holder's to tell."""
+    LEASE_HOLDER.set(1 if held else 0)
+    if not held:
+        for gauge in _HOST_CLASS_GAUGES:
+            gauge.clear()
+
+
+def reconciled():
+    """A reconcile pass went to its end, now."""
+    LAST_RECONCILE.set_to_current_time()
+
+
+def host_classes(host_states, records):
+    """Set the capacity gauges from each compute node's HostState (for
+    its aggregates) and HostRecord as a reconcile pass read it from
+    Placement (its preemptibles not loaded)."""
+    sums = {}
+    for host_state, record in zip(host_states, records):
+        amounts = (record.capacity,
+                   _room(record.capacity - record.normal_used),
+                   _room(record.free_full()))
+        for name in sorted({a.name for a in host_state.aggregates}) or [
+                NO_AGGREGATE]:
+            for gauge, amount in zip(_HOST_CLASS_GAUGES, amounts):
+                sums[gauge, name] = sums.get((gauge, name), res.ZERO) + amount
+    for gauge in _HOST_CLASS_GAUGES:
+        gauge.clear()
+    for (gauge, name), amounts in sums.items():
+        for rc, amount in zip(preemptible.STANDARD, amounts):
+            gauge.labels(aggregate=name, resource=rc).set(amount)
+
+
+def _room(free):
+    """Free room, none where a host is over capacity."""
+    return res.Resources(*(max(0, amount) for amount in free))
+
+
 # export ------------------------------------------------------------------
 class _Labelled:
     """:data:`REGISTRY`'s samples with ``labels`` added (no ``_created``
@@ -170,27 +291,113 @@ class _Labelled:
             yield labelled
 
 
-def path(directory, pid=None):
-    """The file of worker ``pid`` (this one by default)."""
-    return os.path.join(directory, '%s%d.prom' % (
-        FILE_PREFIX, os.getpid() if pid is None else pid))
+class _Slot:
+    """The slot this process holds: its key (pid, directory, host), index
+    and the descriptor its lock is held on."""
+
+    def __init__(self, key, index, fd):
+        self.key = key
+        self.index = index
+        self.fd = fd
+
+
+_slot = None
+
+
+def _stem(directory, host, index):
+    """The slot's files, but their extension; ``host`` made a safe file
+    name part."""
+    return os.path.join(directory, '%s%s.%d' % (
+        FILE_PREFIX, re.sub(r'[^A-Za-z0-9_.-]', '_', host), index))
+
+
+@contextlib.contextmanager
+def _directory_locked(directory):
+    """Hold the directory's lock: one process claims or removes slots at
+    a time."""
+    fd = _open(os.path.join(directory, DIRECTORY_LOCK), create=True)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _open(path, create=False):
+    return os.open(path, os.O_RDONLY | os.O_CLOEXEC
+                   | (os.O_CREAT if create else 0), 0o644)
+
+
+def _locked(fd):
+    """Lock ``fd`` for this process if no other holds it: True if
+    locked."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _claim(directory, host):
+    """This worker's slot index in ``directory`` (held for its life: a
+    forked worker lets go of its parent's); the directory's lock held."""
+    global _slot
+    key = (os.getpid(), directory, host)
+    if _slot is not None and _slot.key == key:
+        return _slot.index
+    if _slot is not None:
+        os.close(_slot.fd)
+        _slot = None
+    for index in itertools.count():
+        fd = _open(_stem(directory, host, index) + '.lock', create=True)
+        if _locked(fd):
+            _slot = _Slot(key, index, fd)
+            return index
+        os.close(fd)
+
+
+def _sweep(directory, own):
+    """Remove the files of the slots no process holds, but ``own``; the
+    directory's lock held."""
+    found = {path.rsplit('.', 1)[0] for extension in ('prom', 'lock')
+             for path in glob.glob(os.path.join(
+                 directory, '%s*.%s' % (FILE_PREFIX, extension)))}
+    for stem in found - {own}:
+        try:
+            fd = _open(stem + '.lock')
+        except FileNotFoundError:
+            fd = None  # no slot: an older OPIE's file, named by pid
+        if fd is not None and not _locked(fd):
+            os.close(fd)  # its worker runs
+            continue
+        try:
+            for extension in ('.prom', '.lock'):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(stem + extension)
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+
+def path(directory, host):
+    """This worker's file in ``directory`` for ``host`` (its slot claimed
+    if need be)."""
+    os.makedirs(directory, exist_ok=True)
+    with _write_lock, _directory_locked(directory):
+        return _stem(directory, host, _claim(directory, host)) + '.prom'
 
 
 def write(directory, host):
     """Write this worker's metrics into ``directory`` now; remove the
     files of workers no longer running."""
     os.makedirs(directory, exist_ok=True)
-    with _write_lock:
+    with _write_lock, _directory_locked(directory):
+        index = _claim(directory, host)
+        stem = _stem(directory, host, index)
         prometheus_client.write_to_textfile(
-            path(directory), _Labelled({'host': host,
-                                        'pid': str(os.getpid())}))
-    for found in glob.glob(os.path.join(directory, FILE_PREFIX + '*.prom')):
-        match = _FILE.match(os.path.basename(found))
-        if match and not _running(int(match.group(1))):
-            try:
-                os.unlink(found)
-            except FileNotFoundError:
-                pass
+            stem + '.prom', _Labelled({'host': host,
+                                       'worker': str(index)}))
+        _sweep(directory, stem)
 
 
 def export():
@@ -204,16 +411,6 @@ def export():
     except OSError as exc:
         LOG.warning('OPIE: cannot write metrics into %s: %s', directory,
                     exc)
-
-
-def _running(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
 
 
 def value(name, **labels):

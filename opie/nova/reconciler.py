@@ -48,6 +48,10 @@ instance action, delete or shelve, notification):
   the reconciler never fights a scheduler worker over a victim, and a host
   changed since is left to the next pass) and terminated (notification
   reason ``reconcile``).
+
+A pass that goes to its end is exported as the time of the last success,
+and what the second part reads from Placement as the capacity left per
+aggregate (:mod:`.metrics`).
 """
 import datetime
 
@@ -132,6 +136,7 @@ class Reconciler:
                                               renew):
                 done += self.terminator.terminate([repair],
                                                   {'reason': 'reconcile'})
+            metrics.reconciled()
         except LeaseLost:
             LOG.warning('OPIE: the reconciler lease was lost during a pass; '
                         'its holder goes on')
@@ -209,6 +214,7 @@ class Reconciler:
         records = [hoststate.record_from_placement(
             self.placement_client, context, host_state, token=False)
             for host_state in host_states]
+        metrics.host_classes(host_states, records)
         over = {r.uuid: r for r in records
                 if not _excess(r.core_host()).is_zero()}
         due = [over[uuid] for uuid in

@@ -10,16 +10,19 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""What an operator monitors (issue 13 point 6): the ``opie.preempt``
-notification's versioned payload names each victim's project, and the
-Prometheus counters move with preemptions, failed requests, claim
-conflicts and reconciler repairs; each worker's textfile says the same.
+"""What an operator monitors (issue 13 point 6, issue 27): the
+``opie.preempt`` notification's versioned payload names each victim's
+project, and the Prometheus counters move with preemptions, failed
+requests, claim conflicts and reconciler repairs; the reconciler's pass
+exports who holds its lease, when it last succeeded and the capacity left
+per aggregate; each worker's textfile says the same.
 
 The registry is per process and the functional tests share one, so every
 check is on how much a metric moved.
 """
 import datetime
 import os
+import time
 
 import fixtures
 from oslo_utils import timeutils
@@ -28,6 +31,7 @@ from prometheus_client import parser
 import nova.conf
 from nova import context as nova_context
 
+from opie.nova import claim
 from opie.nova import metrics
 from opie.nova import notify
 from opie.testing import cloud
@@ -109,9 +113,9 @@ class Metrics(cloud.OpieCloud):
                          value('opie_select_destinations_seconds_count'))
         # The textfile was written at the preemption, with this worker's
         # labels on every sample.
-        written = read_textfile(metrics.path(self.metrics_dir))
+        written = read_textfile(metrics.path(self.metrics_dir, CONF.host))
         labels = tuple(sorted(dict(DELETED, host=CONF.host,
-                                   pid=str(os.getpid())).items()))
+                                   worker='0').items()))
         self.assertEqual(value('opie_preemptions_total', **DELETED),
                          written[('opie_preemptions_total', labels)])
         self.assertFalse([k for k in written if k[0].endswith('_created')])
@@ -182,7 +186,69 @@ class Metrics(cloud.OpieCloud):
     def test_heartbeat_writes_the_textfile(self):
         self.manager._opie_heartbeat(None)
 
-        written = read_textfile(metrics.path(self.metrics_dir))
+        written = read_textfile(metrics.path(self.metrics_dir, CONF.host))
         self.assertIn(('opie_select_destinations_seconds_count',
-                       (('host', CONF.host), ('pid', str(os.getpid())))),
-                      written)
+                       (('host', CONF.host), ('worker', '0'))), written)
+
+    def test_reconcile_pass_exports_lease_and_capacity(self):
+        fast = self._create_aggregate('fast')
+        self.api.add_host_to_aggregate(fast, 'host-A')
+        self.boot('large', 'normal', host='host-A')
+        self.boot('medium', 'spot', host='host-B', preemptible=True)
+        context = nova_context.get_admin_context()
+        started = time.time()
+
+        self.manager._opie_reconcile(context)
+
+        self.assertEqual(1, value('opie_lease_holder'))
+        self.assertGreaterEqual(
+            value('opie_last_reconcile_success_timestamp_seconds'), started)
+        # host-A (in "fast"): a large normal server; host-B (in no
+        # aggregate): a medium preemptible one. Capacity 8 VCPU,
+        # 16384 MB, 1000 GB each.
+        expected = {
+            ('fast', 'opie_capacity'): (8, 16384, 1000),
+            ('fast', 'opie_normal_free'): (4, 8384, 920),
+            ('fast', 'opie_preemptible_free'): (4, 8384, 920),
+            (metrics.NO_AGGREGATE, 'opie_capacity'): (8, 16384, 1000),
+            (metrics.NO_AGGREGATE, 'opie_normal_free'): (8, 16384, 1000),
+            (metrics.NO_AGGREGATE, 'opie_preemptible_free'): (6, 12384,
+                                                              960),
+        }
+        for (aggregate, name), amounts in expected.items():
+            self.assertEqual(list(amounts), [value(
+                name, aggregate=aggregate, resource=rc)
+                for rc in ('VCPU', 'MEMORY_MB', 'DISK_GB')],
+                (aggregate, name))
+        self.manager._opie_heartbeat(None)
+        written = read_textfile(metrics.path(self.metrics_dir, CONF.host))
+        self.assertEqual(920, written[('opie_normal_free', (
+            ('aggregate', 'fast'), ('host', CONF.host),
+            ('resource', 'DISK_GB'), ('worker', '0')))])
+
+        # Another worker finds the lease held: it holds none, and exports
+        # no capacity (the holder does). The registry is the process's,
+        # so it now says what that worker knows.
+        self.other_worker()._opie_reconcile(context)
+
+        self.assertEqual(0, value('opie_lease_holder'))
+        self.manager._opie_heartbeat(None)
+        written = read_textfile(metrics.path(self.metrics_dir, CONF.host))
+        self.assertEqual(0, written[('opie_lease_holder', (
+            ('host', CONF.host), ('worker', '0')))])
+        self.assertFalse([k for k in written if k[0] in (
+            'opie_capacity', 'opie_normal_free', 'opie_preemptible_free')])
+
+    def test_failed_reconcile_pass_is_not_a_success(self):
+        context = nova_context.get_admin_context()
+        self.manager._opie_reconcile(context)
+        succeeded = value('opie_last_reconcile_success_timestamp_seconds')
+
+        def fail(*args, **kwargs):
+            raise claim.ClaimError('Placement: 503')
+        self.stub_out('opie.nova.hoststate.read_usages', fail)
+        self.manager._opie_reconcile(context)
+
+        self.assertEqual(1, value('opie_lease_holder'))
+        self.assertEqual(succeeded, value(
+            'opie_last_reconcile_success_timestamp_seconds'))

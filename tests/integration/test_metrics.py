@@ -14,12 +14,14 @@
 point 6).
 
 The lab sets ``[opie] metrics_dir``: every worker of both opie-scheduler
-services writes its own ``opie-scheduler.<pid>.prom`` there, as
-node_exporter's textfile collector would read them. Tenant alpha fills
-the cloud with small preemptible servers, tenant beta boots a normal one;
-summed over the files, one more preempted instance (reason ``request``),
-one more victim taken by a request placed, and every boot placed and its
-answer timed.
+services writes its own ``opie-scheduler.<host>.<worker>.prom`` there, as
+node_exporter's textfile collector would read them, its samples labelled
+with that host and worker slot (issue 27: no pid, so no new series when a
+worker restarts). The workers Nova forks for one service take slots 0 to
+``[scheduler] workers`` - 1. Tenant alpha fills the cloud with small
+preemptible servers, tenant beta boots a normal one; summed over the
+files, one more preempted instance (reason ``request``), one more victim
+taken by a request placed, and every boot placed and its answer timed.
 """
 import os
 import re
@@ -27,6 +29,7 @@ import re
 from prometheus_client import parser
 
 from opie.lab import configs
+from opie.lab import settings
 from opie.testing import lab
 
 SMALL_PER_HOST = 4
@@ -39,11 +42,12 @@ ANSWERED = ('opie_select_destinations_seconds_count', ())
 
 
 def read():
-    """{(sample name, sorted labels but host and pid): value} summed over
-    the workers' files; and {file pid: the pids its samples name}."""
-    totals, pids = {}, {}
+    """{(sample name, sorted labels but host and worker): value} summed
+    over the workers' files; and {file's (host, worker): the (host,
+    worker) pairs its samples name}."""
+    totals, workers = {}, {}
     for name in sorted(os.listdir(DIRECTORY)):
-        match = re.match(r'^opie-scheduler\.(\d+)\.prom$', name)
+        match = re.match(r'^opie-scheduler\.(.+)\.(\d+)\.prom$', name)
         if not match:
             continue
         try:
@@ -52,22 +56,37 @@ def read():
         except FileNotFoundError:
             # A worker that stopped; another removed its file.
             continue
-        named = pids.setdefault(match.group(1), set())
+        named = workers.setdefault(match.groups(), set())
         for family in parser.text_string_to_metric_families(text):
             for sample in family.samples:
                 labels = dict(sample.labels)
-                named.add(labels.pop('pid'))
-                labels.pop('host')
+                named.add((labels.pop('host'), labels.pop('worker')))
                 key = (sample.name, tuple(sorted(labels.items())))
                 totals[key] = totals.get(key, 0.0) + sample.value
-    return totals, pids
+    return totals, workers
+
+
+def test_each_forked_worker_has_its_own_slot():
+    expected = {str(slot) for slot in range(settings.SCHEDULER_WORKERS)}
+
+    def slotted():
+        slots = {}
+        for host, worker in read()[1]:
+            slots.setdefault(host, set()).add(worker)
+        return (len(slots) == settings.SCHEDULERS
+                and all(found == expected for found in slots.values()))
+    # A worker writes at start and every heartbeat, and removes the files
+    # of slots no worker holds.
+    lab.wait_for('a file per slot of each scheduler service', slotted)
 
 
 def test_counters_move_with_a_preemption():
-    before, pids = lab.wait_for('every scheduler worker\'s metrics file',
-                                lambda: os.path.isdir(DIRECTORY) and read())
-    # Each file is one worker's: its samples carry its own pid.
-    assert pids and all(named == {pid} for pid, named in pids.items())
+    before, workers = lab.wait_for(
+        'every scheduler worker\'s metrics file',
+        lambda: os.path.isdir(DIRECTORY) and read())
+    # Each file is one worker's: its samples carry its own host and slot.
+    assert workers and all(named == {worker}
+                           for worker, named in workers.items())
 
     # The servers deleted before this test may hold allocations a moment
     # longer than they are listed.
