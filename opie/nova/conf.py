@@ -210,9 +210,12 @@ not empty in shelve mode.
         'notification_topics',
         default=['notifications'],
         help="""
-oslo.messaging topics of the ``opie.preempt`` notification sent for every
-preemption (host, victims, cost, request). The driver and transport are
-those of [oslo_messaging_notifications].
+Legacy oslo.messaging topics that also get OPIE's versioned notifications
+(``opie.preempt.end``, ``opie.preempt.error``) when [notifications]
+notification_format is ``unversioned`` or ``both``. With ``versioned`` or
+``both`` they go to [notifications] versioned_notifications_topics, beside
+Nova's. The driver and transport are those of
+[oslo_messaging_notifications].
 """),
     cfg.Opt(
         'overcommit_weight_multiplier',

@@ -10,63 +10,208 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The ``opie.preempt`` notification: what was preempted, whose, for whom.
+"""OPIE's notifications, versioned as Nova's: what was preempted, whose,
+for whom, and which victim OPIE failed to terminate.
 
-One notification per host and request, sent once its victims have been
-terminated (:mod:`.terminate`), at priority INFO with event type
-``opie.preempt`` and publisher ``opie-scheduler.<host>``, on ``[opie]
-notification_topics`` through Nova's notification transport (the driver
-and transport of ``[oslo_messaging_notifications]``). The payload is a
-JSON object whose ``version`` (:data:`VERSION`) follows the rule of Nova's
-versioned notifications: a new field raises the minor version, a field
-removed or changed in meaning the major one. Version 1.0::
+Each is a versioned notification in Nova's wire format, its payload a
+versioned object made with Nova's own classes
+(:class:`nova.notifications.objects.base.NotificationPayloadBase`) in
+namespace ``opie``: ``nova_object.name``, ``nova_object.namespace``,
+``nova_object.version`` and ``nova_object.data``, as in Nova's
+``instance.delete.end``. Samples: ``doc/notification_samples``.
 
-    version               "1.0"
-    reason                "request": room made for a scheduling request;
-                          "room-taken": victims of a request that failed,
-                          whose room others took meanwhile; "claimed" or
-                          "reconcile": terminated by the reconciler
-    request_id            the scheduling request's id (null if none)
-    host, nodename        the compute the victims ran on
-    mode                  "delete" or "shelve"
-    cost                  the victim set's preemption cost, as the
-                          scheduler ranked it (cost plugins price a set,
-                          not each instance)
-    requested_by_project  the project the room was made for (null if not
-                          a request)
-    request               the request: project_id, user_id, flavor,
-                          vcpus, memory_mb, disk_gb, num_instances,
-                          instance_uuid; or reason and instance_uuid null
-    victims               one object each: uuid, project_id, user_id,
-                          flavor (name), vcpus, memory_mb, disk_gb,
-                          launched_at (ISO 8601 or null), terminated
-                          (false if OPIE failed to; the reconciler
-                          retries)
+``opie.preempt.end`` (INFO, payload ``PreemptionPayload``)
+    One per host and request once its victims have been terminated
+    (:mod:`.terminate`): the request (null for the reconciler), host,
+    mode, the victim set's cost and each victim with its owner and whether
+    it was terminated.
+``opie.preempt.error`` (ERROR, payload ``PreemptionErrorPayload``)
+    One per victim OPIE could not terminate (the reconciler retries), sent
+    before its preemption's ``end``: the same request, host and mode, the
+    victim, and the ``fault`` (Nova's ``ExceptionPayload``: the exception,
+    its message and traceback).
 
-A victim's owner fields are read just before it is terminated; they are
-null when Nova could not say (the victim was deleted meanwhile).
+The event types follow Nova's ``<object>.<action>.<phase>``: the object
+is OPIE, as it is the scheduler in Nova's ``scheduler.select_destinations``;
+not ``instance``, whose notifications carry one instance's
+``InstanceActionPayload``, which consumers of ``instance.*`` read. The
+publisher is ``opie-scheduler:<[DEFAULT] host>``, as Nova's
+``nova-scheduler:<host>``.
+
+Where they go follows Nova's rule for its own (``[notifications]
+notification_format``): with ``versioned`` (Nova's default) or ``both`` on
+``[notifications] versioned_notifications_topics`` (default
+``versioned_notifications``), beside Nova's; with ``unversioned`` or
+``both`` on ``[opie] notification_topics`` too (default ``notifications``,
+Nova's legacy topic), in the same versioned form, for an operator whose
+consumers listen there. The driver and transport are those of
+``[oslo_messaging_notifications]``.
+
+Versioning, as Nova's: a field added to a payload raises its minor version,
+one removed or changed in type or meaning its major version (the version
+is in every notification, ``nova_object.version``). The field lists are
+pinned to the versions by
+``tests/functional/plugin/test_notification_objects.py``: a change without
+a bump fails there. Version 1.0 of each:
+
+``PreemptionPayload``
+    ``reason`` ("request": room made for a scheduling request;
+    "room-taken": victims of a request that failed, whose room others took
+    meanwhile; "claimed" or "reconcile": terminated by the reconciler),
+    ``instance_uuid`` (the server the room was for; null from the
+    reconciler), ``host``, ``nodename``, ``mode`` ("delete" or "shelve"),
+    ``request`` (``PreemptionRequestPayload``, null unless ``reason`` is
+    "request"), ``cost`` (the victim set's, as the scheduler ranked it:
+    cost plugins price a set, not each instance), ``victims`` (a list of
+    ``PreemptionVictimPayload``).
+``PreemptionErrorPayload``
+    ``reason``, ``instance_uuid``, ``host``, ``nodename``, ``mode``,
+    ``request`` as above, ``victim`` (``PreemptionVictimPayload``),
+    ``fault`` (Nova's ``ExceptionPayload`` 1.1).
+``PreemptionRequestPayload``
+    ``request_id`` (as in the server's ``create`` instance action),
+    ``project_id``, ``user_id``, ``flavor`` (name), ``vcpus``,
+    ``memory_mb``, ``disk_gb``, ``num_instances``.
+``PreemptionVictimPayload``
+    ``uuid``, ``project_id``, ``user_id``, ``flavor`` (name), ``vcpus``,
+    ``memory_mb``, ``disk_gb``, ``launched_at`` (null if it never
+    launched), ``terminated`` (false if OPIE failed to). The owner fields
+    are read just before it is terminated, and are null when Nova could
+    not say (the victim was deleted meanwhile).
+
+The payloads stay out of Nova's registries, as Nova keeps its own
+notification classes out of its object registry (which deserializes RPC
+objects and puts each class on ``nova.objects``); nor are they in Nova's
+list of notification classes, which Nova's tests pin to Nova's versions.
+Serializing needs no registry. Nova's
+envelope classes (``NotificationBase``, ``EventType``,
+``NotificationPublisher``) are not used either: their event action and
+publisher source are enums of Nova's own, which have no ``preempt`` and no
+``opie-scheduler``, and they send through Nova's notifier, which waits for
+the bus as long as ``[oslo_messaging_notifications] retry`` says (forever
+by default).
 
 A notification never holds up a termination: every victim of a call is
 terminated before its notifications are sent, and each send gives up
-after :data:`RETRY` attempts to reach the message bus (Nova's default,
-``[oslo_messaging_notifications] retry = -1``, would wait for the bus
-forever). A notification that could not be sent is logged; the metrics
-still count the preemption.
+after :data:`RETRY` attempts to reach the message bus. A notification that
+could not be sent is logged; the metrics still count the preemption.
 """
 from oslo_log import log as logging
 import oslo_messaging as messaging
 
 import nova.conf
 from nova import context as nova_context
+from nova.notifications.objects import base
+from nova.notifications.objects import exception as nova_exception
 from nova import objects
+from nova.objects import base as nova_base
+from nova.objects import fields
 from nova import rpc
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
-EVENT_TYPE = 'opie.preempt'
-VERSION = '1.0'
+END = 'opie.preempt.end'
+ERROR = 'opie.preempt.error'
+PUBLISHER = 'opie-scheduler'
+NAMESPACE = 'opie'
 # Attempts to reach the message bus for one notification.
 RETRY = 3
+
+
+class _Payload(base.NotificationPayloadBase):
+    """An OPIE payload: Nova's format, OPIE's namespace; built whole, from
+    keyword arguments, and with no changes recorded (Nova drops them from
+    its payloads too: every field of a new object is a change)."""
+    OBJ_PROJECT_NAMESPACE = NAMESPACE
+
+    def __init__(self, **values):
+        super().__init__()
+        for name, value in values.items():
+            setattr(self, name, value)
+        self.obj_reset_changes(recursive=True)
+
+
+@nova_base.NovaObjectRegistry.register_if(False)
+class PreemptionRequestPayload(_Payload):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+    fields = {
+        'request_id': fields.StringField(nullable=True),
+        'project_id': fields.StringField(nullable=True),
+        'user_id': fields.StringField(nullable=True),
+        'flavor': fields.StringField(),
+        'vcpus': fields.IntegerField(),
+        'memory_mb': fields.IntegerField(),
+        'disk_gb': fields.IntegerField(),
+        'num_instances': fields.IntegerField(),
+    }
+
+
+@nova_base.NovaObjectRegistry.register_if(False)
+class PreemptionVictimPayload(_Payload):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+    fields = {
+        'uuid': fields.UUIDField(),
+        'project_id': fields.StringField(nullable=True),
+        'user_id': fields.StringField(nullable=True),
+        'flavor': fields.StringField(nullable=True),
+        'vcpus': fields.IntegerField(),
+        'memory_mb': fields.IntegerField(),
+        'disk_gb': fields.IntegerField(),
+        'launched_at': fields.DateTimeField(nullable=True),
+        'terminated': fields.BooleanField(),
+    }
+
+
+@nova_base.NovaObjectRegistry.register_if(False)
+class _PreemptionBase(_Payload):
+    """What both payloads say of the preemption."""
+    fields = {
+        'reason': fields.StringField(),
+        'instance_uuid': fields.UUIDField(nullable=True),
+        'host': fields.StringField(),
+        'nodename': fields.StringField(),
+        'mode': fields.StringField(),
+        'request': fields.ObjectField('PreemptionRequestPayload',
+                                      nullable=True),
+    }
+
+
+@nova_base.NovaObjectRegistry.register_if(False)
+class PreemptionPayload(_PreemptionBase):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+    fields = {
+        'cost': fields.FloatField(),
+        'victims': fields.ListOfObjectsField('PreemptionVictimPayload'),
+    }
+
+
+@nova_base.NovaObjectRegistry.register_if(False)
+class PreemptionErrorPayload(_PreemptionBase):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+    fields = {
+        'victim': fields.ObjectField('PreemptionVictimPayload'),
+        'fault': fields.ObjectField('ExceptionPayload'),
+    }
+
+
+# Every payload OPIE sends, or carries in one.
+PAYLOADS = (PreemptionPayload, PreemptionErrorPayload,
+            PreemptionRequestPayload, PreemptionVictimPayload)
+
+
+def topics():
+    """The topics OPIE's notifications go to, by Nova's rule."""
+    notification_format = CONF.notifications.notification_format
+    found = []
+    if notification_format in ('versioned', 'both'):
+        found += CONF.notifications.versioned_notifications_topics
+    if notification_format in ('unversioned', 'both'):
+        found += CONF.opie.notification_topics
+    return found
 
 
 class Notifier:
@@ -77,58 +222,65 @@ class Notifier:
     @property
     def notifier(self):
         if self._notifier is None:
+            found = topics()
             self._notifier = messaging.Notifier(
                 rpc.NOTIFICATION_TRANSPORT,
-                publisher_id='opie-scheduler.%s' % CONF.host,
-                topics=CONF.opie.notification_topics,
+                publisher_id='%s:%s' % (PUBLISHER, CONF.host),
+                driver=None if found else 'noop', topics=found,
                 serializer=rpc.RequestContextSerializer(
                     rpc.JsonPayloadSerializer()),
                 retry=RETRY)
         return self._notifier
 
     def preempted(self, preemption, done, owners, request_info, mode):
-        """Notify that ``done`` of ``preemption``'s victims were
-        terminated; never raises (nobody waits for a background task)."""
+        """``opie.preempt.end``: ``done`` of ``preemption``'s victims were
+        terminated; ``owners`` from :func:`owners`, ``request_info`` from
+        :func:`request_info` or ``{'reason': ...}``."""
+        self._send('info', END, PreemptionPayload(
+            cost=preemption.cost,
+            victims=[_victim(v, v in done, owners) for v in
+                     preemption.victims],
+            **_preemption(preemption, request_info, mode)))
+
+    def failed(self, preemption, victim, error, owners, request_info,
+               mode):
+        """``opie.preempt.error``: ``victim`` of ``preemption`` could not
+        be terminated, for the exception ``error``."""
+        self._send('error', ERROR, PreemptionErrorPayload(
+            victim=_victim(victim, False, owners),
+            fault=nova_exception.ExceptionPayload.from_exception(error),
+            **_preemption(preemption, request_info, mode)))
+
+    def _send(self, priority, event_type, payload):
+        """Send; never raises (nobody waits for a background task)."""
         try:
-            self.notifier.info(nova_context.get_admin_context(), EVENT_TYPE,
-                               payload(preemption, done, owners,
-                                       request_info, mode))
+            getattr(self.notifier, priority)(
+                nova_context.get_admin_context(), event_type,
+                payload.obj_to_primitive())
         except Exception:
-            LOG.exception('OPIE: could not notify the preemption on host %s',
-                          preemption.host)
+            LOG.exception('OPIE: could not send %s on host %s', event_type,
+                          payload.host)
 
 
-def payload(preemption, done, owners, request_info, mode):
-    """The version 1.0 payload (a dict); ``owners`` from :func:`owners`,
-    ``request_info`` from :func:`request_info` or ``{'reason': ...}``."""
-    request = dict(request_info, instance_uuid=preemption.instance_uuid)
-    request_id = request.pop('request_id', None)
-    return {
-        'version': VERSION,
-        'reason': request.get('reason', 'request'),
-        'request_id': request_id,
-        'host': preemption.host,
-        'nodename': preemption.nodename,
-        'mode': mode,
-        'cost': preemption.cost,
-        'requested_by_project': request.get('project_id'),
-        'request': request,
-        'victims': [_victim(v, v in done, owners.get(v.uuid, {}))
-                    for v in preemption.victims],
-    }
+def _preemption(preemption, request_info, mode):
+    """The fields of :class:`_PreemptionBase`."""
+    request = dict(request_info)
+    reason = request.pop('reason', 'request')
+    return {'reason': reason, 'instance_uuid': preemption.instance_uuid,
+            'host': preemption.host, 'nodename': preemption.nodename,
+            'mode': mode,
+            'request': PreemptionRequestPayload(**request)
+            if reason == 'request' else None}
 
 
-def _victim(victim, terminated, owner):
-    launched = victim.launched_at
-    return {'uuid': victim.uuid,
-            'project_id': owner.get('project_id'),
-            'user_id': owner.get('user_id'),
-            'flavor': owner.get('flavor'),
-            'vcpus': victim.resources.vcpus,
-            'memory_mb': victim.resources.memory_mb,
-            'disk_gb': victim.resources.disk_gb,
-            'launched_at': launched and launched.isoformat(),
-            'terminated': terminated}
+def _victim(victim, terminated, owners):
+    owner = owners.get(victim.uuid, {})
+    return PreemptionVictimPayload(
+        uuid=victim.uuid, project_id=owner.get('project_id'),
+        user_id=owner.get('user_id'), flavor=owner.get('flavor'),
+        vcpus=victim.resources.vcpus, memory_mb=victim.resources.memory_mb,
+        disk_gb=victim.resources.disk_gb, launched_at=victim.launched_at,
+        terminated=terminated)
 
 
 def owners(victims):
@@ -154,7 +306,7 @@ def owners(victims):
 
 
 def request_info(context, spec_obj):
-    """What the notification says about a scheduling request."""
+    """The fields of a :class:`PreemptionRequestPayload`."""
     flavor = spec_obj.flavor
     return {'request_id': context.request_id,
             'project_id': spec_obj.project_id,

@@ -47,9 +47,10 @@ terminates in its own periodic task. For every victim:
    unshelve it). Computes need ``[DEFAULT] shelved_offload_time = 0`` to
    free the room at once.
 
-Then one notification ``opie.preempt`` per host goes to ``[opie]
-notification_topics`` (:mod:`.notify`: a versioned payload naming each
-victim's project), and the metrics count them (:mod:`.metrics`).
+Then one versioned notification ``opie.preempt.error`` per victim that
+could not be terminated and one ``opie.preempt.end`` per host are sent
+(:mod:`.notify`: naming each victim's project, and why one failed), and
+the metrics count them (:mod:`.metrics`).
 
 A victim that cannot be terminated is logged and skipped: its room is
 already counted as free, and the reconciler terminates it later, as it does
@@ -89,8 +90,9 @@ class _ShelveFailed(Exception):
     """Nova could not shelve a victim: it is deleted instead."""
 
 
-# What became of a victim.
-TERMINATED, SPARED, FAILED = 'terminated', 'spared', 'failed'
+# What became of a victim, when it was not the exception it could not be
+# terminated for.
+TERMINATED, SPARED = 'terminated', 'spared'
 # The reason the reconciler gives for victims it found left running.
 LEFT = 'claimed'
 # Another actor (its owner, another OPIE process) got to the victim between
@@ -129,17 +131,26 @@ class Terminator:
             preemption = dataclasses.replace(preemption, victims=tuple(
                 v for v in preemption.victims if outcomes[v] != SPARED))
             if preemption.victims:
-                told.append((preemption, owners, [
-                    v for v in preemption.victims
-                    if outcomes[v] == TERMINATED]))
+                told.append((preemption, owners, {
+                    v: outcomes[v] for v in preemption.victims}))
         # Only now: a message bus that is down holds up no termination.
         mode = self.settings.termination_mode
-        for preemption, owners, done in told:
+        happened = []
+        for preemption, owners, outcomes in told:
+            done = [v for v in preemption.victims
+                    if outcomes[v] == TERMINATED]
             metrics.terminated(preemption, done, request_info, mode)
+            for victim in preemption.victims:
+                if outcomes[victim] != TERMINATED:
+                    self.notifier.failed(preemption, victim,
+                                         outcomes[victim], owners,
+                                         request_info, mode)
             self.notifier.preempted(preemption, done, owners, request_info,
                                     mode)
-        return [dataclasses.replace(preemption, victims=tuple(done))
-                for preemption, _, done in told if done]
+            if done:
+                happened.append(dataclasses.replace(preemption,
+                                                    victims=tuple(done)))
+        return happened
 
     def service_context(self):
         """A context that may act on any instance and, as the service
@@ -181,7 +192,8 @@ class Terminator:
 
     def _terminate(self, uuid, preemption, left=False):
         """Terminate one victim if it still is one: :data:`TERMINATED`,
-        :data:`SPARED` or :data:`FAILED`. Read, judge, act; an act refused
+        :data:`SPARED`, or the exception it failed for (the last change
+        met, if it kept changing). Read, judge, act; an act refused
         because the victim changed since the read (its owner confirmed a
         resize, say) reads and judges again. ``left``: the reconciler found
         it left running, holding nothing, for the grace period: a delete
@@ -198,16 +210,18 @@ class Terminator:
                                           shelving, left)
             except exception.InstanceNotFound:
                 why = 'it is gone'
-            except _CHANGED_MEANWHILE:
+            except _CHANGED_MEANWHILE as exc:
+                changed = exc
                 continue
-            except _ShelveFailed:
+            except _ShelveFailed as exc:
                 # Read it again (the failed shelve changed it) and delete.
+                changed = exc.__cause__
                 shelving = False
                 continue
-            except Exception:
+            except Exception as exc:
                 LOG.exception('OPIE: could not %s preempted instance %s',
                               self.settings.termination_mode, uuid)
-                return FAILED
+                return exc
             if why is not None:
                 LOG.info('OPIE: instance %s on %s, taken as a victim, is '
                          'not terminated: %s', uuid, preemption.host, why)
@@ -219,7 +233,7 @@ class Terminator:
         LOG.error('OPIE: preempted instance %s kept changing under %d '
                   'attempts to terminate it; the reconciler tries again',
                   uuid, claim.WRITE_ATTEMPTS)
-        return FAILED
+        return changed
 
     def _judge_and_act(self, context, uuid, preemption, shelving, left):
         """Why the victim is spared, or None once it is terminated."""

@@ -19,7 +19,10 @@ the package so that none of them imports a test module.
 * :mod:`democloud`: that harness with Nova's API on a real port, behind
   ``opie-bot demo`` and the client's functional tests;
 * :mod:`lab`: the running lab's clients (:mod:`opie.lab`), for the
-  integration tests and ``benchmarks/storm.py``.
+  integration tests and ``benchmarks/storm.py``;
+* :mod:`notification_samples`: OPIE's notification samples and the check
+  that a notification has a sample's shape, for the functional and the
+  integration tests (it imports no Nova).
 
 None of it is for production: the first three need Nova and its test
 packages (the ``functional`` extra), :mod:`lab` the lab's venv.

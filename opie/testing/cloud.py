@@ -47,6 +47,7 @@ from opie.core import flavor_spec
 from opie.core import preemptible
 from opie.nova import claim
 from opie.nova import manager as opie_manager
+from opie.nova import notify
 from opie.nova import terminate
 from opie.testing import harness
 
@@ -296,9 +297,29 @@ class OpieCloud(harness.OpieHarness):
         actions = self.api.get_instance_actions(uuid)
         return sum(1 for a in actions if a['action'] == 'opie-preempt')
 
-    def preempt_notifications(self):
+    @staticmethod
+    def notifications(event_type):
+        """The notifications of ``event_type`` sent so far, as the bus
+        carries them (oslo.messaging's envelope and all)."""
         return [message for _, message, _, _ in test_notifier.NOTIFICATIONS
-                if message['event_type'] == 'opie.preempt']
+                if message['event_type'] == event_type]
+
+    @classmethod
+    def data(cls, primitive):
+        """A versioned object's primitive as plain data, to read: every
+        object is its ``nova_object.data``."""
+        if isinstance(primitive, dict):
+            return {key: cls.data(value) for key, value in
+                    primitive.get('nova_object.data', primitive).items()}
+        if isinstance(primitive, list):
+            return [cls.data(item) for item in primitive]
+        return primitive
+
+    def preempt_notifications(self):
+        """The ``opie.preempt.end`` notifications sent so far, each
+        payload as plain data (:meth:`data`)."""
+        return [dict(message, payload=self.data(message['payload']))
+                for message in self.notifications(notify.END)]
 
 
 def run_quietly(tests):

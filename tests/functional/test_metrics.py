@@ -11,7 +11,7 @@
 # under the License.
 
 """What an operator monitors (issue 13 point 6, issue 27): the
-``opie.preempt`` notification's versioned payload names each victim's
+``opie.preempt.end`` notification's versioned payload names each victim's
 project, and the Prometheus counters move with preemptions, failed
 requests, claim conflicts and reconciler repairs; the reconciler's pass
 exports who holds its lease, when it last succeeded and the capacity left
@@ -74,25 +74,26 @@ class Metrics(cloud.OpieCloud):
         self.wait_for_terminations()
 
         [notification] = self.preempt_notifications()
-        self.assertEqual(notify.EVENT_TYPE, notification['event_type'])
+        self.assertEqual(notify.END, notification['event_type'])
         self.assertEqual('INFO', notification['priority'])
         payload = notification['payload']
         [create] = [a for a in self.api.get_instance_actions(server['id'])
                     if a['action'] == 'create']
         self.assertEqual({
-            'version': '1.0',
             'reason': 'request',
-            'request_id': create['request_id'],
+            'instance_uuid': server['id'],
             'host': 'host-B',
             'nodename': 'host-B',
             'mode': 'delete',
-            'requested_by_project': self.api.project_id,
         }, {k: payload[k] for k in (
-            'version', 'reason', 'request_id', 'host', 'nodename', 'mode',
-            'requested_by_project')})
+            'reason', 'instance_uuid', 'host', 'nodename', 'mode')})
         self.assertGreater(payload['cost'], 0)
-        self.assertEqual(server['id'], payload['request']['instance_uuid'])
-        self.assertEqual('medium', payload['request']['flavor'])
+        self.assertEqual({
+            'request_id': create['request_id'],
+            'project_id': self.api.project_id,
+            'flavor': 'medium',
+        }, {k: payload['request'][k] for k in (
+            'request_id', 'project_id', 'flavor')})
         [described] = payload['victims']
         self.assertEqual({
             'uuid': victim['id'],
@@ -181,7 +182,7 @@ class Metrics(cloud.OpieCloud):
             'opie_preemptions_total', mode='delete', reason='reconcile'))
         [notification] = self.preempt_notifications()
         self.assertEqual('reconcile', notification['payload']['reason'])
-        self.assertIsNone(notification['payload']['requested_by_project'])
+        self.assertIsNone(notification['payload']['request'])
 
     def test_heartbeat_writes_the_textfile(self):
         self.manager._opie_heartbeat(None)

@@ -174,8 +174,7 @@ class MultiCreate(cloud.OpieCloud):
         # victims cannot come back; the other host's did.
         host = taken[0]['OS-EXT-SRV-ATTR:host']
         [notification] = self.preempt_notifications()
-        self.assertEqual('room-taken',
-                         notification['payload']['request']['reason'])
+        self.assertEqual('room-taken', notification['payload']['reason'])
         self.assertEqual(host, notification['payload']['host'])
         self.assertEqual(sorted(['P%s0' % host[-1], 'P%s1' % host[-1]]),
                          sorted(set(self.names) - set(self.live_names())))

@@ -72,8 +72,7 @@ class Reconciler(cloud.OpieCloud):
         self.assertEqual([], self.manager.reconciler.run(self.context,
                                                          now=later))
         [notification] = self.preempt_notifications()
-        self.assertEqual('reconcile',
-                         notification['payload']['request']['reason'])
+        self.assertEqual('reconcile', notification['payload']['reason'])
 
     def test_two_reconcilers_repair_one_overcommit_once(self):
         self.overcommit('host-A')
@@ -128,9 +127,9 @@ class Reconciler(cloud.OpieCloud):
                                 | {'normal'}), self.live_names())
         self.assert_within_capacity()
         self.assertEqual([], reconciler.run(self.context, now=later))
-        reasons = [n['payload']['request'].get('reason')
+        reasons = [n['payload']['reason']
                    for n in self.preempt_notifications()]
-        self.assertEqual([None, 'claimed'], reasons)
+        self.assertEqual(['request', 'claimed'], reasons)
 
     def test_a_pass_that_outlives_its_lease_stops_before_it_acts(self):
         b2 = self.claim_without_terminating('B-2', 'host-B')

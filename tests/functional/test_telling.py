@@ -60,7 +60,7 @@ class Notify(OneHost):
                          [v['uuid'] for v in payload['victims']])
         self.assertTrue(payload['victims'][0]['terminated'])
         self.assertAlmostEqual(15 * 60, payload['cost'], delta=60)
-        self.assertEqual(server['id'], payload['request']['instance_uuid'])
+        self.assertEqual(server['id'], payload['instance_uuid'])
         self.assertEqual('large', payload['request']['flavor'])
 
 
