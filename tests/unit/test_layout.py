@@ -26,9 +26,10 @@ Nova, the plugin, the operator CLI, the lab nor the test harness (but for
 ``opie-bot demo``, which starts the in-process demo cloud of
 ``opie.testing.democloud``). Inside it, the core decides and the backends
 act: the core (the planner, the executor, the take-over, the journal...)
-imports no backend (``opie.bot.sim``, ``opie.bot.openstack``); the front
-ends (``cli``, ``controller``) wire a core to a backend, and no backend
-imports a front end. ``map_choice`` is the one core module that runs the
+imports no backend (``opie.bot.sim``, ``opie.bot.openstack``) and no front
+end (which would bring the backends along); the front ends (``cli``,
+``controller``) wire a core to a backend, and no backend imports a front
+end. ``map_choice`` is the one core module that runs the
 simulated cloud, to learn what a map bills (its docstring says why); the
 HADS map builder reaches no backend even through it.
 
@@ -192,12 +193,12 @@ def _client_violations():
     found = []
     for path in _modules('bot'):
         module = _module_name(path)
-        if _under(module, CLIENT_BACKENDS):
-            rule = CLIENT_FORBIDDEN + CLIENT_FRONT_ENDS
-        elif _under(module, CLIENT_FRONT_ENDS + CLIENT_RUNS_THE_SIMULATOR):
+        if _under(module, CLIENT_FRONT_ENDS):
             rule = CLIENT_FORBIDDEN
+        elif _under(module, CLIENT_BACKENDS + CLIENT_RUNS_THE_SIMULATOR):
+            rule = CLIENT_FORBIDDEN + CLIENT_FRONT_ENDS
         else:
-            rule = CLIENT_FORBIDDEN + CLIENT_BACKENDS
+            rule = CLIENT_FORBIDDEN + CLIENT_BACKENDS + CLIENT_FRONT_ENDS
         found += _found([path], lambda name: _under(name, rule) and not any(
             # "from opie.testing import democloud" names its package too.
             module == importer and (_under(name, (imported,))
@@ -212,17 +213,20 @@ def test_the_client_keeps_its_layers():
 
 def test_the_client_check_sees_each_broken_rule(tmp_path, monkeypatch):
     """The check itself: Nova, the lab or the harness in the client, a
-    backend in its core, a front end in a backend; not the demo's import."""
+    backend or a front end in its core, a front end in a backend or in the
+    map choice; not the demo's import."""
     for path, text in {
             'opie/bot/__init__.py': '',
             'opie/bot/core.py': ('import nova.objects\n'
                                  'from opie.bot.sim import backend\n'
                                  'def later():\n'
-                                 '    from opie.bot import openstack\n'),
+                                 '    from opie.bot import openstack\n'
+                                 'from opie.bot import cli\n'),
             'opie/bot/cli.py': ('from opie.bot.sim import backend\n'
                                 'from opie.testing import democloud\n'
                                 'from opie.testing import harness\n'),
-            'opie/bot/map_choice.py': 'from opie.bot.sim import backend\n',
+            'opie/bot/map_choice.py': ('from opie.bot.sim import backend\n'
+                                       'from opie.bot import controller\n'),
             'opie/bot/sim/__init__.py': '',
             'opie/bot/sim/backend.py': ('from opie.bot import core\n'
                                         'from opie.bot import cli\n'
@@ -237,6 +241,8 @@ def test_the_client_check_sees_each_broken_rule(tmp_path, monkeypatch):
         'opie/bot/core.py:1 imports nova.objects',
         'opie/bot/core.py:2 imports opie.bot.sim',
         'opie/bot/core.py:4 imports opie.bot.openstack',
+        'opie/bot/core.py:5 imports opie.bot.cli',
+        'opie/bot/map_choice.py:2 imports opie.bot.controller',
         'opie/bot/sim/backend.py:2 imports opie.bot.cli',
         'opie/bot/sim/backend.py:3 imports opie.lab']
 

@@ -38,6 +38,8 @@ HEADER = '''\
 
 
 def sources():
+    # setup.py and any other script at the top.
+    yield from sorted(ROOT.glob('*.py'))
     for top in PYTHON:
         yield from sorted(path for path in (ROOT / top).rglob('*.py')
                           if '__pycache__' not in path.parts)
