@@ -52,6 +52,9 @@ from opie.core import provider_config
 from opie.core import resources as res
 from opie.core import sizing
 
+# Placement refuses an inventory total above a 32-bit signed integer.
+PLACEMENT_MAX_TOTAL = 2 ** 31 - 1
+
 
 ONLINE_CPUS = '/sys/devices/system/cpu/online'
 # Seconds `ceph df` may take.
@@ -141,14 +144,14 @@ def register(subparsers):
         'what is measured on the host unless given; allocation ratios and '
         'reserved amounts come from nova.conf.')
     options.add_nova_conf_arguments(parser, "the compute's")
-    for option, what in (
+    for option, what, most in (
             ('--vcpus', 'CPUs (numbered 0 to N-1; nova.conf\'s CPU sets '
-             'choose those counted as VCPU)'),
-            ('--memory-mb', 'RAM in MB'),
+             'choose those counted as VCPU)', sizing.MAX_CPUS),
+            ('--memory-mb', 'RAM in MB', PLACEMENT_MAX_TOTAL),
             ('--disk-gb', 'instance disk in GB (the Ceph cluster\'s with '
-             'images_type = rbd)')):
+             'images_type = rbd)', PLACEMENT_MAX_TOTAL)):
         parser.add_argument(option, metavar='N',
-                            type=arguments.whole_number(1),
+                            type=arguments.whole_number(1, most),
                             help='total %s of the host (default: measured)'
                             % what)
     parser.add_argument('--output', default='-', metavar='FILE',

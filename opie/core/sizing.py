@@ -36,6 +36,9 @@ or to report (CPUs that are not online) is a ValueError here, in one line.
 RBD = 'rbd'
 LVM = 'lvm'
 GIB = 1024 ** 3
+# The most CPUs a Linux kernel supports (CONFIG_NR_CPUS): a CPU set naming
+# more is a typo, and expanding it would fill memory.
+MAX_CPUS = 8192
 
 
 def parse_cpu_spec(option, spec):
@@ -65,10 +68,14 @@ def parse_cpu_spec(option, spec):
 
 def _cpu_id(option, rule, kind, text):
     try:
-        return int(text.strip())
+        cpu = int(text.strip())
     except ValueError:
         raise ValueError('%s: invalid %s expression %r'
                          % (option, kind, rule)) from None
+    if not 0 <= cpu < MAX_CPUS:
+        raise ValueError('%s: CPU %d in %r is not one of the %d CPUs Linux '
+                         'supports' % (option, cpu, rule, MAX_CPUS))
+    return cpu
 
 
 def _cpu_set(option, spec):

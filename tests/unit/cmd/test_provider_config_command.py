@@ -108,12 +108,19 @@ def test_missing_instances_path_asks_for_disk_gb(tmp_path, capsys):
             '(No such file or directory): give --disk-gb') in err
 
 
-def test_non_positive_sizes_are_usage_errors(capsys):
+@pytest.mark.parametrize('args, message', [
+    (['--vcpus', '0'], 'argument --vcpus: must be >= 1, got 0'),
+    (['--vcpus', '8193'], 'argument --vcpus: must be <= 8192, got 8193'),
+    # Placement refuses a total beyond a 32-bit integer.
+    (['--memory-mb', '2147483648'],
+     'argument --memory-mb: must be <= 2147483647, got 2147483648'),
+])
+def test_sizes_out_of_range_are_usage_errors(capsys, args, message):
     with pytest.raises(SystemExit) as exit_info:
-        manage.main(['provider-config', '--vcpus', '0'])
+        manage.main(['provider-config'] + args)
 
     assert exit_info.value.code == 2
-    assert 'argument --vcpus: must be >= 1, got 0' in capsys.readouterr().err
+    assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize('line, message', [

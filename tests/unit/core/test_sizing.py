@@ -42,6 +42,11 @@ def test_cpu_specs_read_as_nova_reads_them(spec, cpus):
     ('2-', "invalid range expression '2-'"),
     ('^', "invalid exclusion expression '^'"),
     ('one', "invalid inclusion expression 'one'"),
+    # Refused before a set of a hundred billion CPUs fills memory.
+    ('0-99999999999', "CPU 99999999999 in '0-99999999999' is not one of "
+     "the 8192 CPUs Linux supports"),
+    ('^8192', "CPU 8192 in '^8192' is not one of the 8192 CPUs Linux "
+     "supports"),
 ])
 def test_malformed_cpu_specs_are_named(spec, message):
     with pytest.raises(ValueError,
