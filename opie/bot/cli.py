@@ -49,6 +49,7 @@ from opie.bot import units
 from opie.bot import watch
 from opie.bot.sim import backend
 from opie.bot.sim import preemption
+from opie.core import preemptible
 
 EXIT_MISSED = 1
 EXIT_INPUT = 2
@@ -92,11 +93,50 @@ def _percent(fraction):
 
 
 def cmd_plan(args):
+    if args.backend == 'openstack':
+        return _cloud_command(_plan_openstack, args)
+    if args.os_cloud is not None:
+        raise InputError('opie-bot plan: --os-cloud needs --backend '
+                         'openstack (without it the plan shows no '
+                         'interruption rates)')
+    return _show_plan(args, _load_plan(args))
+
+
+def _plan_openstack(live, args):
     plan = _load_plan(args)
+    rates = live.interruption_rates(_settings(live, args),
+                                    sorted(plan.job.flavors))
+    return _show_plan(args, plan, {
+        name: dict(found, expected_preemptions=_expected_preemptions(
+            plan, name, found)) for name, found in rates.items()})
+
+
+DAY_S = 86400.0
+
+
+def _expected_preemptions(plan, name, rates):
+    """Preemptions the plan's preemptible servers of flavor ``name`` can
+    expect over their planned lives: the cloud's rate of the last week
+    (of the last day when the week has none) times their server-days;
+    None without a rate."""
+    rate = rates['7d'] if rates['7d'] is not None else rates['1d']
+    if rate is None:
+        return None
+    return rate * sum(s.finish for s in plan.servers
+                      if s.market == model.PREEMPTIBLE
+                      and s.flavor.name == name) / DAY_S
+
+
+def _show_plan(args, plan, rates=None):
+    """The plan, as text or JSON; ``rates``: each job flavor's published
+    interruption rates and expected preemptions, on a cloud."""
     base = job_map.normal_only(plan)
     job = plan.job
     if _json(args):
-        _print_json(_plan_dict(plan, base))
+        shown = _plan_dict(plan, base)
+        if rates is not None:
+            shown['interruption_rates'] = rates
+        _print_json(shown)
         return 0
     print('job %s: %d tasks, deadline %s, Dspot %s (%s)'
           % (job.name, len(job.tasks), _fmt_time(job.deadline_s),
@@ -113,9 +153,21 @@ def cmd_plan(args):
              _percent(1 - plan.expected_cost / base.expected_cost
                       if base.expected_cost and job_map.within_limits(base)
                       else None)))
+    for name, found in sorted((rates or {}).items()):
+        expected = found['expected_preemptions']
+        print('rates: %s %s/server-day over the last day, %s over the last '
+              'week: %s' % (
+                  name + preemptible.NAME_SUFFIX, _rate(found['1d']),
+                  _rate(found['7d']),
+                  'expected preemptions unknown' if expected is None
+                  else '%.2f expected preemptions' % expected))
     for risk in plan.risks:
         print('risk: %s' % risk)
     return 0
+
+
+def _rate(rate):
+    return 'unknown' if rate is None else '%g' % rate
 
 
 def _plan_dict(plan, base):
@@ -293,9 +345,9 @@ def _settings(live, args):
     given = {field: getattr(args, dest) for field, dest in (
         ('cloud', 'os_cloud'), ('image', 'image'), ('network', 'network'),
         ('store', 'store'), ('speed', 'speed'), ('poll_s', 'poll'),
-        ('agent_poll_s', 'agent_poll'), ('retries', 'retries'))}
-    return live.Settings(**{k: v for k, v in given.items()
-                            if v is not None})
+        ('agent_poll_s', 'agent_poll'), ('retries', 'retries'))
+        if getattr(args, dest, None) is not None}
+    return live.Settings(**given)
 
 
 def _drive(live, ctx, args):
@@ -718,6 +770,12 @@ def parser():
 
     sp = sub.add_parser('plan', help='Dspot, primary map, expected cost')
     sp.add_argument('job')
+    sp.add_argument('--backend', choices=['sim', 'openstack'],
+                    default='sim',
+                    help='openstack: also show and use the interruption '
+                    "rates the cloud publishes on the job's preemptible "
+                    'flavors')
+    arguments.add_os_cloud(sp)
     _format_option(sp)
     sp.set_defaults(func=cmd_plan)
 

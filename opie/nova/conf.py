@@ -285,6 +285,24 @@ allocations) is unaccounted for, so the reconciler deletes or shelves it.
 Keep it above the time a termination takes under load.
 """),
     cfg.IntOpt(
+        'interruption_rates_interval',
+        default=3600,
+        max=ONE_YEAR,
+        min=0,
+        help="""
+Seconds between two computations of each preemptible flavor's interruption
+rates (preemptions per server-day over the last day and the last week),
+which the reconciler's lease holder publishes as the flavor's extra specs
+``opie:interruptions_per_server_day_1d``, ``..._7d`` and
+``opie:interruptions_updated_at`` for tenants to read with ``openstack
+flavor show``. A computation reads, in each cell, the rows of the
+servers of preemptible flavors that existed in the last week and their
+``opie-preempt`` actions (three queries per cell), and writes a flavor's
+extra specs only when a rate changed. Checked at each reconcile pass, so
+it is at least ``reconcile_interval``; 0 stops publishing (the rates
+already published stay as they are).
+"""),
+    cfg.IntOpt(
         'heartbeat_interval',
         default=30,
         max=ONE_YEAR,

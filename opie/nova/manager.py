@@ -63,6 +63,7 @@ reconciler's lease (:mod:`.lease`).
 """
 import contextvars
 import copy
+import functools
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
@@ -251,10 +252,12 @@ class OpieSchedulerManager(manager.SchedulerManager):
         finally:
             metrics.lease(held)
         if held:
-            self.reconciler.run(
-                context, renew=lambda: self.lease.acquire(context))
+            renew = functools.partial(self.lease.acquire, context)
+            self.reconciler.run(context, renew=renew)
             if self.settings.termination_mode == opie_conf.SHELVE:
                 snapshots.clean(self.terminator.service_context())
+            self.reconciler.publish_rates(
+                context, CONF.opie.interruption_rates_interval, renew=renew)
 
 
 class ClaimingClient:

@@ -52,6 +52,12 @@ instance action, delete or shelve, notification):
 A pass that goes to its end is exported as the time of the last success,
 and what the second part reads from Placement as the capacity left per
 aggregate (:mod:`.metrics`).
+
+After its pass, the lease holder publishes each preemptible flavor's
+interruption rates as extra specs (:meth:`Reconciler.publish_rates`,
+:mod:`.interruptions`) once every ``[opie] interruption_rates_interval``
+seconds: at its first pass, then whenever that much time has passed since
+it last did.
 """
 import datetime
 
@@ -64,6 +70,7 @@ from opie.core import victims as victims_mod
 from opie.nova import claim
 from opie.nova import give_back
 from opie.nova import hoststate
+from opie.nova import interruptions
 from opie.nova import metrics
 from opie.nova import plan as plan_mod
 from opie.nova import terminate
@@ -105,6 +112,8 @@ class Reconciler:
         # them.
         self._over_since = {}
         self._claimed_since = {}
+        # When this process last published the interruption rates.
+        self._rates_at = None
 
     def run(self, context, now=None, renew=lambda: True):
         """One pass; returns the Preemptions made. ``renew()`` is called
@@ -144,6 +153,24 @@ class Reconciler:
             # Placement failed mid-pass: the next pass starts over.
             LOG.warning('OPIE: reconcile pass stopped: %s', exc)
         return done
+
+    def publish_rates(self, context, interval, now=None,
+                      renew=lambda: True):
+        """Publish the interruption rates if this process never did, or
+        did ``interval`` seconds or more before ``now`` (0: never); the
+        extra specs written, by flavor name."""
+        now = now or timeutils.utcnow()
+        if not interval or (
+                self._rates_at is not None and now - self._rates_at
+                < datetime.timedelta(seconds=interval)):
+            return {}
+        if not renew():
+            LOG.warning('OPIE: the reconciler lease was lost before the '
+                        'interruption rates were published')
+            return {}
+        written = interruptions.publish(context, now)
+        self._rates_at = now
+        return written
 
     @staticmethod
     def _renew(renew):

@@ -31,13 +31,28 @@ def empty_cloud():
     lab.delete_all()
 
 
+def _schedulers_with(name, options, faults=False):
+    """The schedulers restarted with ``options`` of ``[opie]`` added (in
+    ``etc/nova/NAME``); as they were afterwards."""
+    extra = lab.LAB.etc / 'nova' / name
+    configs.write_ini(extra, {'opie': options})
+    lab.restart_schedulers(extra, faults=faults)
+    yield
+    lab.restart_schedulers()
+
+
 @pytest.fixture(scope='module')
 def faulty_schedulers():
     """The module's schedulers run with the lab's fault points
     (:mod:`opie.lab.scheduler`) and a reconciler that acts within
     seconds; as they were afterwards."""
-    extra = lab.LAB.etc / 'nova' / 'opie-faults.conf'
-    configs.write_ini(extra, {'opie': FAST_RECONCILER})
-    lab.restart_schedulers(extra, faults=True)
-    yield
-    lab.restart_schedulers()
+    yield from _schedulers_with('opie-faults.conf', FAST_RECONCILER,
+                                faults=True)
+
+
+@pytest.fixture(scope='module')
+def fast_rates_schedulers():
+    """The module's schedulers publish the interruption rates at every
+    reconcile pass, one every few seconds; as they were afterwards."""
+    yield from _schedulers_with('opie-rates.conf', dict(
+        FAST_RECONCILER, interruption_rates_interval=1))

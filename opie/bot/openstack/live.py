@@ -157,6 +157,13 @@ def _guard(call, *args):
         raise CloudError(errors.describe(exc)) from None
 
 
+def interruption_rates(settings, names):
+    """The interruption rates the cloud publishes for the job flavors
+    ``names`` (:func:`.nova.published_rates`)."""
+    return _guard(nova.published_rates, nova.client(_connect(settings)),
+                  names)
+
+
 def new_job_id(job):
     return '%s-%s' % (job.name, secrets.token_hex(3))
 

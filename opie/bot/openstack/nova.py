@@ -52,6 +52,7 @@ from novaclient import client as nova_client
 from novaclient import exceptions as nova_exc
 
 from opie.bot import interfaces
+from opie.core import interruptions
 from opie.core import preemptible
 
 API_VERSION = '2.60'      # 2.52 tags at create, 2.37 nics=none
@@ -85,6 +86,19 @@ def client(conn):
         endpoint_override=compute['endpoint_override'],
         region_name=compute['region_name'],
         endpoint_type=compute['interface'])
+
+
+def published_rates(nova, names):
+    """{job flavor name: {window: rate or None}}: the interruption rates
+    the cloud publishes on each of ``names``' preemptible flavor
+    (:mod:`opie.core.interruptions`); none for a flavor it lacks."""
+    by_name = {f.name: f for f in nova.flavors.list(is_public=None)}
+    found = {}
+    for name in names:
+        flavor = by_name.get(nova_flavor_name(name, True))
+        found[name] = interruptions.published(
+            flavor.get_keys() if flavor else {})
+    return found
 
 
 class NovaCloud(interfaces.Cloud):

@@ -80,3 +80,51 @@ def test_status_of_an_unknown_job(tmp_path, capsys):
 
     assert code == cli.EXIT_INPUT
     assert 'no journal' in capsys.readouterr().err
+
+
+def test_plan_on_a_cloud_shows_and_uses_the_published_rates(
+        tmp_path, monkeypatch, capsys):
+    from tests.unit.bot import fake_nova
+    fake_nova.install(monkeypatch, ['small'])
+    monkeypatch.setattr(fake_nova.Flavor, 'get_keys', lambda flavor: dict(
+        {'opie:preemptible': 'true',
+         'opie:interruptions_per_server_day_1d': '2',
+         'opie:interruptions_per_server_day_7d': '0.5'}
+        if fake_nova.name_is_preemptible(flavor.name) else {}))
+
+    code = cli.main(['plan', job_file(tmp_path), '--backend', 'openstack',
+                     '-f', 'json'])
+
+    assert code == 0
+    shown = __import__('json').loads(capsys.readouterr().out)
+    [server] = shown['servers']
+    assert server['market'] == 'preemptible'
+    # The week's rate, over the server-days the plan keeps it.
+    assert shown['interruption_rates'] == {'small': {
+        '1d': 2.0, '7d': 0.5,
+        'expected_preemptions': 0.5 * server['finish_s'] / 86400}}
+
+    assert cli.main(['plan', job_file(tmp_path), '--backend',
+                     'openstack']) == 0
+    out = capsys.readouterr().out
+    assert ('rates: small-preemptible 2/server-day over the last day, 0.5 '
+            'over the last week: %.2f expected preemptions' % (
+                0.5 * server['finish_s'] / 86400)) in out
+
+
+def test_plan_on_a_cloud_without_published_rates(tmp_path, monkeypatch,
+                                                 capsys):
+    from tests.unit.bot import fake_nova
+    fake_nova.install(monkeypatch, ['small'])
+    assert cli.main(['plan', job_file(tmp_path), '--backend',
+                     'openstack']) == 0
+    assert ('rates: small-preemptible unknown/server-day over the last '
+            'day, unknown over the last week: expected preemptions '
+            'unknown') in capsys.readouterr().out
+
+
+def test_plan_os_cloud_needs_the_openstack_backend(tmp_path, capsys):
+    assert cli.main(['plan', job_file(tmp_path), '--os-cloud',
+                     'x']) == cli.EXIT_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and '--backend openstack' in err[0], err
