@@ -27,6 +27,7 @@ Nova loads drivers only from ``nova.virt``: computes run through
 import io
 import json
 import os
+import threading
 
 from nova.compute import power_state
 from nova.image import glance
@@ -76,10 +77,16 @@ class LabDriver(guests.RunsUserData, fake.FakeDriverWithoutFakeNodes):
 class _Kept(dict):
     """The driver's servers ({uuid: FakeInstance}), saved to ``path`` on
     every change and read back by a compute that starts again, running,
-    as a hypervisor's guests outlive a restart of nova-compute."""
+    as a hypervisor's guests outlive a restart of nova-compute.
+
+    The compute changes it from several threads at once (a build beside a
+    delete): each change and its save hold one lock, so no save reads the
+    dict while another changes it, and the saves' temporary files never
+    cross."""
 
     def __init__(self, path):
         self.path = path
+        self._lock = threading.Lock()
         os.makedirs(os.path.dirname(path), exist_ok=True)
         try:
             with open(path) as f:
@@ -95,14 +102,17 @@ class _Kept(dict):
         os.replace(self.path + '.new', self.path)
 
     def __setitem__(self, uuid, instance):
-        super().__setitem__(uuid, instance)
-        self._save()
+        with self._lock:
+            super().__setitem__(uuid, instance)
+            self._save()
 
     def __delitem__(self, uuid):
-        super().__delitem__(uuid)
-        self._save()
+        with self._lock:
+            super().__delitem__(uuid)
+            self._save()
 
     def pop(self, uuid, *default):
-        found = super().pop(uuid, *default)
-        self._save()
+        with self._lock:
+            found = super().pop(uuid, *default)
+            self._save()
         return found
