@@ -34,6 +34,14 @@ their allocations into Placement (one ``POST /allocations`` per node), as
 Nova would have left them: booting 20,000 servers through the API would
 take hours and measure nothing more.
 
+A restart is timed as its own case, against stock's first call after a
+restart (a new ``SchedulerManager``: its HostManager builds every node's
+state on its first call) on the empty cloud:
+
+* **OPIE, restarted**: a new ``OpieSchedulerManager`` on the saturated
+  cloud, warmed as a worker is before it serves (``pre_start_hook``,
+  untimed, its time and SQL printed apart), then its first call timed.
+
 The stock manager is no RPC service, so it would hear none of the
 compute's instance updates and read every node's instances on every
 request: it shares those the OPIE scheduler service heard, as a stock
@@ -50,7 +58,8 @@ measured in this run.
 
 Goals (issue 14), at N = 1000: OPIE/stock median <= 1.3 on the empty
 cloud and <= 2.0 on the saturated cloud; OPIE's database queries per
-request do not grow with N. Run from the repository root:
+request do not grow with N. Issue 28: OPIE's first call after a restart
+<= 2.0 x stock's first call after a restart. Run from the repository root:
 ``python benchmarks/scale.py [--nodes 10 100 1000] [--iterations N]``.
 """
 import nova.tests.functional  # noqa: F401 (monkey patching comes first)
@@ -85,6 +94,7 @@ from placement import db_api as placement_db  # noqa: E402
 
 from opie.core import resources as res  # noqa: E402
 from opie.nova import instance_cache  # noqa: E402
+from opie.nova import manager as opie_manager  # noqa: E402
 from opie.testing import cloud  # noqa: E402
 from opie.testing import harness  # noqa: E402
 
@@ -152,29 +162,24 @@ class ScaleCloud(cloud.OpieCloud):
         self.nodes = self.add_nodes(self.NODES)
         self.flags(enabled_filters=harness.NOVA_FILTERS,
                    weight_classes=NOVA_WEIGHERS, group='filter_scheduler')
-        # Not an RPC service, the stock manager hears none of the
-        # compute's instance updates: it shares those the OPIE scheduler
-        # service hears, as a stock scheduler service would hear them
-        # itself (else it reads each node's instances from the database on
-        # every request), and does not read them all at start.
-        with mock.patch.object(host_manager.HostManager,
-                               '_init_instance_info'):
-            self.stock = nova_manager.SchedulerManager()
-        shared = self.opie.host_manager._instance_info
-        assert shared['scale']['updated'], shared
-        self.stock.host_manager._instance_info = shared
+        assert self.opie.host_manager._instance_info['scale']['updated']
+        self.stock = self.started(nova_manager.SchedulerManager)
         self.counter = Counter()
         self.addCleanup(self.counter.close)
         self.count_placement_calls(self.counter.placement)
         result = RESULTS[self.NODES] = {}
         result.update(self.measure({'stock, empty': self.stock,
                                     'OPIE, empty': self.opie}))
+        result['stock, restarted'] = self.first_calls(
+            lambda: self.started(nova_manager.SchedulerManager))
         self.held = {}
         self.saturate()
         self.preempted = []
-        self.stub_out_terminations()
+        self.stub_out_terminations(self.opie)
         result.update(self.measure({'OPIE, saturated': self.opie},
                                    restore=True))
+        result['OPIE, restarted'] = self.first_calls(
+            self.restarted_opie, restore=True)
         result['kept'] = self.kept_memory()
         result['rss'] = resource.getrusage(
             resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -218,11 +223,51 @@ class ScaleCloud(cloud.OpieCloud):
                 assert response.status == 204, response.body
                 self.held.update(allocations)
 
-    def stub_out_terminations(self):
+    def stub_out_terminations(self, manager):
         """Victims are recorded, not terminated (see the docstring)."""
         def record(preemptions, info):
             self.preempted.extend(preemptions)
-        self.opie.terminator.terminate_later = record
+        manager.terminator.terminate_later = record
+
+    # restarts ------------------------------------------------------------
+    def started(self, manager_class):
+        """A new scheduler manager of ``manager_class``, as a process just
+        started has it.
+
+        Not an RPC service, it hears none of the compute's instance
+        updates: it shares those the OPIE scheduler service hears, as a
+        scheduler service would hear them itself (else it reads each
+        node's instances from the database on every request), and does
+        not read them all at start."""
+        with mock.patch.object(host_manager.HostManager,
+                               '_init_instance_info'):
+            manager = manager_class()
+        manager.host_manager._instance_info = (
+            self.opie.host_manager._instance_info)
+        return manager
+
+    def restarted_opie(self):
+        """A new OPIE manager, warmed before it serves; the warm-up's
+        time and counts kept in ``self.warm_ups``."""
+        manager = self.started(opie_manager.OpieSchedulerManager)
+        self.stub_out_terminations(manager)
+        self.counter.reset()
+        started = time.perf_counter()
+        manager.pre_start_hook(None)
+        self.warm_ups.append((time.perf_counter() - started,
+                              self.counter.nova_queries()))
+        assert not manager.cold, 'the warm-up failed'
+        return manager
+
+    def first_calls(self, restart, restore=False):
+        """A Case of the first call of ``ARGS.iterations`` managers just
+        (re)started by ``restart()``, each once."""
+        case = Case()
+        self.warm_ups = case.warm_ups = []
+        for _ in range(ARGS.iterations):
+            elapsed, case.counts = self.select(restart(), restore)
+            case.samples.append(elapsed)
+        return case
 
     def kept_memory(self):
         """Bytes still allocated after a first saturated call, which reads
@@ -292,6 +337,7 @@ class Case:
         self.counts = None
         self.cold = None
         self.peak = None
+        self.warm_ups = None
 
     @property
     def median(self):
@@ -355,14 +401,25 @@ def report():
             if name in ('rss', 'kept'):
                 continue
             queries, statements, calls = case.counts
-            print('%6d  %-16s %7.1f ms %6.2f %8d %8d %9d %9.1f' % (
+            print('%6d  %-16s %7.1f ms %6.2f %8d %8d %9d %9s' % (
                 nodes, name, case.median * 1000, case.median / stock,
                 queries, statements.get('placement', 0), len(calls),
-                case.peak / 2 ** 20))
+                '-' if case.peak is None else '%.1f' % (
+                    case.peak / 2 ** 20)))
         elapsed, (queries, _, _) = cases['OPIE, saturated'].cold
         print('%6d  OPIE, saturated, first call (instances read and '
               'kept): %.1f ms, %d nova SQL' % (nodes, elapsed * 1000,
                                                queries))
+        first = cases['OPIE, restarted']
+        print('%6d  first call after a restart: OPIE (saturated, warmed) '
+              '%.1f ms / stock (empty) %.1f ms = %.2f' % (
+                  nodes, first.median * 1000,
+                  cases['stock, restarted'].median * 1000,
+                  first.median / cases['stock, restarted'].median))
+        print('%6d  OPIE warm-up before serving (pre_start_hook, untimed '
+              'above): %.1f ms, %d nova SQL' % (
+                  nodes, statistics.median(t for t, _ in first.warm_ups)
+                  * 1000, first.warm_ups[-1][1]))
         print('%6d  kept after a first saturated call (the instance '
               'cache): %.1f MB' % (nodes, cases['kept'] / 2 ** 20))
         print('%6d  process resident memory (peak): %.0f MB' % (
@@ -371,7 +428,8 @@ def report():
     print('Placement requests of the last saturated call: %s'
           % ', '.join(calls))
     print('Goals at the largest N: OPIE/stock <= 1.3 empty, <= 2.0 '
-          'saturated; nova SQL of OPIE constant in N.')
+          'saturated; nova SQL of OPIE constant in N; first call after a '
+          'restart <= 2.0 x stock\'s.')
 
 
 if __name__ == '__main__':

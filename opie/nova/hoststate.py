@@ -29,7 +29,7 @@ Preemptible instances themselves are needed only for hosts that may have
 to give some up. The scheduler process keeps them between requests
 (:mod:`.instance_cache`); a request reads, with one database query per
 cell, what changed since the last one, and the hosts no request needed
-before.
+before; a scheduler worker reads them all before it serves (:func:`warm`).
 
 A victim taken by any scheduler worker (:mod:`.claim`) holds no
 allocations until it is terminated, which happens in the background: it is
@@ -421,6 +421,18 @@ class InstanceLoader:
                  else core_instance(i),
                  _naive_utc(i.updated_at or i.created_at))
                 for i in found]
+
+
+def warm(context, cells, cache):
+    """Read into ``cache`` the preemptible instances of every compute
+    node of ``cells`` (cell uuid -> CellMapping), cell by cell
+    (:meth:`.instance_cache.InstanceCache.warm`)."""
+    loader = InstanceLoader(context, cells, None, cache)
+    for cell_uuid, cell in cells.items():
+        with nova_context.target_cell(context, cell) as cctxt:
+            nodes = [(node.host, node.hypervisor_hostname) for node in
+                     objects.ComputeNodeList.get_all(cctxt)]
+        cache.warm(loader._read, cell_uuid, nodes)
 
 
 def _rows(cctxt, uuids):

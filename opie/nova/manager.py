@@ -18,6 +18,14 @@ call runs Nova's own filter/weigh/claim loop with a :class:`~.plan.Plan`
 made current, so OPIE's filter and weighers see h_f and the victims each
 host would lose. Then, phase by phase:
 
+* **start**: before a worker takes requests, it reads every node's
+  preemptibles into its cache (:mod:`.instance_cache`): Nova calls
+  ``pre_start_hook`` in each worker process, after the fork and before
+  its RPC server consumes, so each process fills its own cache on its
+  own database connections. A warm-up that fails (database down) is
+  logged once; the worker serves cold, as a cache that never warmed
+  would, and warms again every ``KEEP_WARM``, which also keeps an idle
+  worker's cache current;
 * **snapshot**: before Placement's allocation candidates are fetched, the
   host token generations this process knows are copied (:mod:`.token`):
   each is at most as new as the usage the request will decide on;
@@ -71,6 +79,7 @@ from oslo_service import periodic_task
 from oslo_utils import timeutils
 
 import nova.conf
+from nova import context as nova_context
 from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import manager
@@ -108,6 +117,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
             self.terminator.check_login()
         self.tokens = token.Generations()
         self.instances = instance_cache.InstanceCache()
+        # Did the last warm-up fail? (Its failure is logged once.)
+        self.cold = False
         super().__init__(*args, **kwargs)
         self.reconciler = reconciler.Reconciler(
             self.settings, self.host_manager, self.placement_client,
@@ -231,7 +242,30 @@ class OpieSchedulerManager(manager.SchedulerManager):
         # dead to opie-manage audit for that long.
         self._opie_heartbeat(None)
 
+    def pre_start_hook(self, service_ref):
+        super().pre_start_hook(service_ref)
+        self._opie_warm_up(None)
+
     # periodic tasks ------------------------------------------------------
+    @periodic_task.periodic_task(
+        spacing=int(instance_cache.KEEP_WARM.total_seconds()))
+    def _opie_warm_up(self, context):
+        try:
+            hoststate.warm(nova_context.get_admin_context(),
+                           self.host_manager.cells, self.instances)
+        except Exception:
+            if not self.cold:
+                LOG.exception('OPIE: could not read the preemptible '
+                              'instances; serving cold (requests read the '
+                              'nodes they need), warming again every %s',
+                              instance_cache.KEEP_WARM)
+            self.cold = True
+            return
+        if self.cold:
+            LOG.info('OPIE: preemptible instances read, the cache is now '
+                     'warm')
+            self.cold = False
+
     @periodic_task.periodic_task(spacing=CONF.opie.heartbeat_interval,
                                  run_immediately=True)
     def _opie_heartbeat(self, context):

@@ -10,13 +10,37 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The instance cache does not read a node in full on every
-request where Placement legitimately counts more preemptible usage than
-the instances listed there (found by an adversarial review): a
-preemptible's resize left unconfirmed (its migration holds the source),
-a flavor marked preemptible that OPIE counts as normal."""
+"""How often the instance cache reads the database.
+
+It does not read a node in full on every request where Placement
+legitimately counts more preemptible usage than the instances listed
+there (found by an adversarial review): a preemptible's resize left
+unconfirmed (its migration holds the source), a flavor marked
+preemptible that OPIE counts as normal.
+
+A scheduler worker just started reads every node before it serves
+(issue 28): its first preempting request reads no node in full and runs
+as many SQL statements on the cell database as its later ones (a full
+read is one statement too, of every row: both must hold). A database
+down then leaves it serving cold, as before, and warming later; a
+request served half-way through the warm-up decides as on a fresh read.
+"""
+import contextlib
+
+from oslo_db import exception as db_exc
+from sqlalchemy import engine as sqla_engine
+from sqlalchemy import event
+
+from nova import context as nova_context
+from nova.db.api import api as api_db
+from placement import db_api as placement_db
+
+from opie.nova import claim
 from opie.nova import hoststate
+from opie.nova import instance_cache
 from opie.testing import cloud
+
+from tests.functional import test_preemption
 
 
 def full_reads_of_host_a(test):
@@ -85,3 +109,137 @@ class OddPreemptibleFlavor(cloud.OpieCloud):
                   minutes=50)
         per_request = full_reads_of_host_a(self)
         self.assertEqual([], per_request[1] + per_request[2], per_request)
+
+
+@contextlib.contextmanager
+def counting_cell_statements(counts):
+    """Add to ``counts[-1]`` each SQL statement run on a cell database
+    inside."""
+    def statement(conn, *args):
+        if conn.engine not in (api_db.get_engine(),
+                               placement_db.get_placement_engine()):
+            counts[-1] += 1
+    event.listen(sqla_engine.Engine, 'before_cursor_execute', statement)
+    try:
+        yield
+    finally:
+        event.remove(sqla_engine.Engine, 'before_cursor_execute', statement)
+
+
+class WarmStart(cloud.OpieCloud):
+    """A scheduler worker started (or restarted) on a cloud full of
+    preemptibles: Nova calls pre_start_hook before its RPC server
+    consumes."""
+
+    def setUp(self):
+        super().setUp()
+        test_preemption.fill_with_preemptibles(self)
+        self.worker = self.other_worker()
+        self.counts = []
+        real = self.worker.select_destinations
+
+        def counted(*args, **kwargs):
+            self.counts.append(0)
+            with counting_cell_statements(self.counts):
+                return real(*args, **kwargs)
+        self.worker.select_destinations = counted
+
+    def boots(self, count):
+        """Normal boots served by the worker, each preempting: the hosts
+        of each full read each made."""
+        full_reads = self.spy_full_reads()
+        per_request = []
+        with self.served_by(self.worker):
+            for i in range(count):
+                del full_reads[:]
+                self.boot('medium', 'N%d' % len(self.counts))
+                self.wait_for_terminations()
+                per_request.append(list(full_reads))
+        return per_request
+
+    def test_first_preempting_request_runs_as_many_statements_as_later(self):
+        # What a worker learns on its first claim on each host, apart
+        # from this: the host token's generation (read from Placement,
+        # then the host's instances caught up: one statement more).
+        ctxt = nova_context.get_admin_context()
+        for host in ('host-A', 'host-B'):
+            uuid = self._get_provider_uuid_by_host(host)
+            self.worker.tokens.learn(uuid, claim.read_token(
+                self.worker.placement_client, ctxt, uuid))
+        self.worker.pre_start_hook(None)
+        full_reads = self.boots(4)
+        self.assertEqual(4, len(self.victim_uuids()))
+        self.assertEqual([[]] * 4, full_reads)
+        self.assertEqual([self.counts[-1]] * 4, self.counts)
+
+    def spy_full_reads(self, failures=()):
+        """Hosts of each full read the worker makes, from now; the first
+        ``failures`` raised instead of reading."""
+        real = hoststate.InstanceLoader._read
+        failures = list(failures)
+        full_reads = []
+
+        def read(loader, cell_uuid, hosts=None, since=None):
+            if hosts is not None:
+                full_reads.append(hosts)
+                if failures:
+                    raise failures.pop()
+            return real(loader, cell_uuid, hosts, since)
+        self.stub_out('opie.nova.hoststate.InstanceLoader._read', read)
+        return full_reads
+
+    def test_a_database_down_during_warm_up_leaves_the_worker_serving(self):
+        b2 = self.server('B-2')['id']
+        self.spy_full_reads([db_exc.DBConnectionError('cell database down')
+                             for _ in range(2)])
+        # Started on a database down: it starts all the same, cold.
+        self.worker.pre_start_hook(None)
+        self.assertEqual({}, self.worker.instances._nodes)
+        # The periodic warm-up fails again: the failure was logged once.
+        self.worker._opie_warm_up(None)
+        self.assertEqual({}, self.worker.instances._nodes)
+        log = self.stdlog.logger.output
+        self.assertEqual(1, log.count('serving cold'), log)
+        # The next one warms it: the first request reads nothing in full.
+        self.worker._opie_warm_up(None)
+        self.assertIn('now warm', self.stdlog.logger.output)
+        self.assertEqual([[]], self.boots(1))
+        self.assertEqual([b2], self.victim_uuids())
+
+    def test_a_cold_worker_serves_during_a_database_outage_at_start(self):
+        # Cold, as before warm-ups: its first request reads what it
+        # needs, itself.
+        b2 = self.server('B-2')['id']
+        self.spy_full_reads([db_exc.DBConnectionError('cell database down')])
+        self.worker.pre_start_hook(None)
+        self.boots(1)
+        self.assertEqual([b2], self.victim_uuids())
+
+    def test_a_request_served_half_way_through_the_warm_up(self):
+        # One host at a time: the warm-up keeps host-A, a request is
+        # served (it reads host-B itself), a lock is set on host-B, the
+        # warm-up goes on: host-B, kept by the request, is not read again
+        # and the lock is seen as every request's change is.
+        self.stub_out('opie.nova.instance_cache.WARM_BATCH', 1)
+        real = instance_cache.InstanceCache.preemptibles
+        b2, b3, a0 = (self.server(n)['id'] for n in ('B-2', 'B-3', 'A-0'))
+        served = []
+
+        def between(cache, read, cell_uuid, nodes, fresh=()):
+            found = real(cache, read, cell_uuid, nodes, fresh)
+            if [n[0] for n in nodes] == ['host-A'] and not served:
+                served.append(set(cache._nodes))
+                self.boots(1)
+                self.lock_as_operator(b3)
+            return found
+        self.stub_out('opie.nova.instance_cache.InstanceCache.preemptibles',
+                      between)
+        self.worker.pre_start_hook(None)
+        self.assertEqual(1, len(served[0]), served)
+        self.assertEqual([b2], self.victim_uuids())
+        # B-3 (20) would be next; locked, A-0 (31) beats B-1 (40).
+        with self.served_by(self.worker):
+            self.boot('medium', 'next')
+            self.wait_for_terminations()
+        self.assertEqual([b2, a0], self.victim_uuids())
+        self.assert_within_capacity()

@@ -162,3 +162,47 @@ def test_a_node_is_read_in_full_once_a_day():
         assert listed(cache, cell, A) == {A: ['I-p1']}
     cell.now += datetime.timedelta(seconds=1)
     assert listed(cache, cell, A) == {A: []}
+
+
+def test_warming_reads_each_node_once_a_batch_of_hosts_at_a_time(
+        monkeypatch):
+    monkeypatch.setattr(instance_cache, 'WARM_BATCH', 2)
+    cell = FakeCell()
+    C = ('host-c', 'c')
+    C2 = ('host-c', 'c2')
+    for uuid, node in (('p1', A), ('p2', B), ('p3', C), ('p4', C2)):
+        cell.save(uuid, node)
+    cache = cache_of(cell)
+    cache.warm(cell.read, CELL, [C2, A, B, C])
+    # host-a and host-b, then host-c's two nodes: each batch a request.
+    assert cell.queries == ['hosts', 'since', 'hosts']
+    assert listed(cache, cell, A, B, C, C2) == {
+        A: ['I-p1'], B: ['I-p2'], C: ['I-p3'], C2: ['I-p4']}
+    assert cell.queries[3:] == ['since']
+    # Warming again reads only what changed.
+    cell.save('p5', C)
+    cache.warm(cell.read, CELL, [A, B, C, C2])
+    assert cell.queries[4:] == ['since', 'since']
+    assert listed(cache, cell, C) == {C: ['I-p3', 'I-p5']}
+
+
+def test_a_warm_up_that_fails_keeps_the_batches_read_before(monkeypatch):
+    monkeypatch.setattr(instance_cache, 'WARM_BATCH', 1)
+    cell = FakeCell()
+    cell.save('p1', A)
+    cell.save('p2', B)
+    cache = cache_of(cell)
+    real = cell.read
+
+    def b_down(cell_uuid, hosts=None, since=None):
+        if hosts == ['host-b']:
+            raise ConnectionError('cell database down')
+        return real(cell_uuid, hosts, since)
+    try:
+        cache.warm(b_down, CELL, [A, B])
+    except ConnectionError:
+        pass
+    del cell.queries[:]
+    # A request then reads host-b itself, and only it.
+    assert listed(cache, cell, A, B) == {A: ['I-p1'], B: ['I-p2']}
+    assert cell.queries == ['since', 'hosts']
