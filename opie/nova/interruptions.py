@@ -17,16 +17,19 @@ publish_rates`) does it every ``[opie] interruption_rates_interval``
 seconds; the rates are :mod:`opie.core.interruptions`'. One computation
 reads, in each cell but cell0 (whose servers never ran):
 
-1. the servers of the preemptible flavors still there (by
-   ``instance_type_id``: Nova sets it to the flavor's id at boot and at a
-   resize), and
-2. those deleted since the week began (``changes-since``: Nova saves a
-   server as it deletes it), with no column but the instance's own;
-3. the ``opie-preempt`` instance actions (:mod:`.terminate` records one on
-   each victim) of those servers started in the week.
+1. the servers of the preemptible flavors (by ``instance_type_id``: Nova
+   sets it to the flavor's id at boot and at a resize) still there or
+   changed since the week began (Nova saves a server as it deletes it),
+   only the columns a life needs: a tenant's many servers cost a few
+   small rows each, never their user data;
+2. the ``opie-preempt`` instance actions (:mod:`.terminate` records one on
+   each victim) of those servers started in the week, :data:`CHUNK`
+   servers per statement.
 
-Shelved servers count as existing: a shelved victim still counts as a
-server-day until its owner deletes it.
+A server's life ends when it is deleted, or when it was last changed if
+it is soft-deleted or shelved offloaded (it holds no room and cannot be
+preempted, so it would only dilute the rate); a row without a creation
+time is left out.
 
 The extra specs are written through Nova's objects in the API database,
 as the scheduler already reads flavors and request specs there: no
@@ -41,7 +44,9 @@ in ``openstack flavor show``).
 """
 from oslo_log import log as logging
 from oslo_utils import timeutils
+import sqlalchemy as sa
 
+from nova.compute import vm_states
 from nova import context as nova_context
 from nova.db.main import api as main_db
 from nova.db.main import models
@@ -53,6 +58,11 @@ from opie.nova import terminate
 
 LOG = logging.getLogger(__name__)
 WEEK = max(interruptions.WINDOWS.values())
+# Servers per statement of the actions' query: far below any database's
+# limit on a statement's size.
+CHUNK = 1000
+# A server in these states holds no room and cannot be preempted.
+ENDED = (vm_states.SOFT_DELETED, vm_states.SHELVED_OFFLOADED)
 
 
 def publish(context, now=None):
@@ -87,22 +97,31 @@ def publish(context, now=None):
     return written
 
 
-def _lives(cctxt, flavor_ids, since):
-    """The servers of ``flavor_ids`` still there and those deleted since
+@main_db.pick_context_manager_reader
+def _lives(context, flavor_ids, since):
+    """The servers of ``flavor_ids`` still there and those changed since
     ``since``, as core Lives."""
-    kept = objects.InstanceList.get_by_filters(
-        cctxt, {'instance_type_id': flavor_ids, 'deleted': False},
-        expected_attrs=[])
-    # With ``deleted`` True Nova adds the soft-deleted ones, which the
-    # first query leaves out.
-    gone = objects.InstanceList.get_by_filters(
-        cctxt.elevated(read_deleted='yes'),
-        {'instance_type_id': flavor_ids, 'deleted': True,
-         'changes-since': since}, expected_attrs=[])
+    instance = models.Instance
+    rows = context.session.query(
+        instance.uuid, instance.instance_type_id, instance.created_at,
+        instance.deleted, instance.deleted_at, instance.vm_state,
+        instance.updated_at).filter(
+            instance.instance_type_id.in_(flavor_ids),
+            sa.or_(instance.deleted == 0, instance.updated_at >= since))
     return [interruptions.Life(
-        i.uuid, i.instance_type_id, timeutils.normalize_time(i.created_at),
-        i.deleted_at and timeutils.normalize_time(i.deleted_at))
-        for i in list(kept) + list(gone)]
+        uuid, flavor_id, timeutils.normalize_time(created_at),
+        _end(deleted, deleted_at, vm_state, updated_at))
+        for uuid, flavor_id, created_at, deleted, deleted_at, vm_state,
+        updated_at in rows if created_at is not None]
+
+
+def _end(deleted, deleted_at, vm_state, updated_at):
+    """When a server's life as a preemptible ended (None: not yet)."""
+    end = deleted_at if deleted else (
+        updated_at if vm_state in ENDED else None)
+    if end is None and deleted:
+        end = updated_at
+    return end and timeutils.normalize_time(end)
 
 
 @main_db.pick_context_manager_reader
@@ -110,8 +129,13 @@ def _preempted(context, uuids, since):
     """(uuid, time) of each ``opie-preempt`` action of ``uuids`` started
     since ``since``."""
     action = models.InstanceAction
-    return [(uuid, timeutils.normalize_time(start)) for uuid, start in
-            context.session.query(action.instance_uuid, action.start_time)
-            .filter(action.action == terminate.ACTION,
-                    action.instance_uuid.in_(uuids),
-                    action.start_time >= since)]
+    found = []
+    for first in range(0, len(uuids), CHUNK):
+        found += [(uuid, timeutils.normalize_time(start)) for uuid, start in
+                  context.session.query(action.instance_uuid,
+                                        action.start_time)
+                  .filter(action.action == terminate.ACTION,
+                          action.instance_uuid.in_(
+                              uuids[first:first + CHUNK]),
+                          action.start_time >= since)]
+    return found

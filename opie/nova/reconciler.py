@@ -168,9 +168,11 @@ class Reconciler:
             LOG.warning('OPIE: the reconciler lease was lost before the '
                         'interruption rates were published')
             return {}
-        written = interruptions.publish(context, now)
+        # Set first: a computation that fails waits its interval too, not
+        # the next pass (its cost is bounded by the interval, not by the
+        # reconcile interval).
         self._rates_at = now
-        return written
+        return interruptions.publish(context, now)
 
     @staticmethod
     def _renew(renew):

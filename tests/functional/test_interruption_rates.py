@@ -14,9 +14,11 @@
 preemptible flavor's preemptions per server-day as extra specs a tenant
 reads through the compute API."""
 import datetime
+from unittest import mock
 
 from oslo_utils import timeutils
 
+from nova.compute import vm_states
 from nova import context as nova_context
 from nova import objects
 
@@ -40,13 +42,15 @@ class InterruptionRates(cloud.OpieCloud):
         for server in self.api.get_servers():
             self.set_created_at(server['id'], datetime.timedelta(days=2))
 
-    def set_created_at(self, uuid, ago):
+    def set_created_at(self, uuid, ago, **fields):
         mapping = objects.InstanceMapping.get_by_instance_uuid(self.context,
                                                                uuid)
         with nova_context.target_cell(self.context,
                                       mapping.cell_mapping) as cctxt:
             instance = objects.Instance.get_by_uuid(cctxt, uuid)
             instance.created_at = timeutils.utcnow() - ago
+            for name, value in fields.items():
+                setattr(instance, name, value)
             instance.save()
 
     def tenant_specs(self, size):
@@ -114,3 +118,36 @@ class InterruptionRates(cloud.OpieCloud):
             interruptions.published(written['preemptible.medium']))
         self.assertEqual(0.126, round(1 / (7 + 23 / 24), 3))
         self.assertEqual(0.0614, round(1 / (7 * (2 + 1 / 24) + 2), 4))
+
+    def test_a_shelved_offloaded_server_ends_its_life_there(self):
+        # Offloaded a day ago, it held no room and could not be preempted
+        # since: it dilutes neither rate with that day.
+        offloaded = next(s['id'] for s in self.api.get_servers())
+        self.set_created_at(
+            offloaded, datetime.timedelta(days=2),
+            vm_state=vm_states.SHELVED_OFFLOADED,
+            updated_at=timeutils.utcnow() - datetime.timedelta(days=1))
+        self.boot('medium', 'normal')
+        self.wait_for_terminations()
+        self.assertNotIn(offloaded, self.victim_uuids())
+
+        written = nova_interruptions.publish(self.context)
+
+        # 7 server-days in the day (not 8), 15 in the week (not 16).
+        self.assertEqual({'1d': 0.143, '7d': 0.0667},
+                         interruptions.published(
+                             written['preemptible.medium']))
+
+    def test_a_failed_computation_waits_for_its_interval(self):
+        reconciler = self.scheduler.manager.reconciler
+        now = timeutils.utcnow()
+        with mock.patch.object(nova_interruptions, 'publish',
+                               side_effect=RuntimeError('db gone')) as fail:
+            self.assertRaises(RuntimeError, reconciler.publish_rates,
+                              self.context, 3600, now=now)
+            # The next pass does not compute again: a computation that
+            # fails costs what one that succeeds does, once an interval.
+            self.assertEqual({}, reconciler.publish_rates(
+                self.context, 3600, now=now + datetime.timedelta(
+                    seconds=60)))
+        self.assertEqual(1, fail.call_count)
