@@ -52,9 +52,6 @@ from opie.core import provider_config
 from opie.core import resources as res
 from opie.core import sizing
 
-# Placement refuses an inventory total above a 32-bit signed integer.
-PLACEMENT_MAX_TOTAL = 2 ** 31 - 1
-
 
 ONLINE_CPUS = '/sys/devices/system/cpu/online'
 # Seconds `ceph df` may take.
@@ -147,9 +144,9 @@ def register(subparsers):
     for option, what, most in (
             ('--vcpus', 'CPUs (numbered 0 to N-1; nova.conf\'s CPU sets '
              'choose those counted as VCPU)', sizing.MAX_CPUS),
-            ('--memory-mb', 'RAM in MB', PLACEMENT_MAX_TOTAL),
+            ('--memory-mb', 'RAM in MB', provider_config.PLACEMENT_MAX_TOTAL),
             ('--disk-gb', 'instance disk in GB (the Ceph cluster\'s with '
-             'images_type = rbd)', PLACEMENT_MAX_TOTAL)):
+             'images_type = rbd)', provider_config.PLACEMENT_MAX_TOTAL)):
         parser.add_argument(option, metavar='N',
                             type=arguments.whole_number(1, most),
                             help='total %s of the host (default: measured)'

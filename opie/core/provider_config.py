@@ -33,6 +33,8 @@ SCHEMA_VERSION = '1.0'
 COMPUTE_NODE = '$COMPUTE_NODE'
 # What Placement gives inventory fields left out.
 INVENTORY_DEFAULTS = {'reserved': 0, 'allocation_ratio': 1.0}
+# Placement refuses an inventory total above a 32-bit signed integer.
+PLACEMENT_MAX_TOTAL = 2 ** 31 - 1
 
 
 def build(total, ratios, reserved):
@@ -43,8 +45,10 @@ def build(total, ratios, reserved):
     Placement computes the same capacity, ``(total - reserved) * ratio``,
     for both; a total of 0 leaves the class out, as Nova leaves out the
     standard one (a compute whose CPUs are all dedicated has no VCPU).
-    The host token's class gets its one unit. A negative total, or one
-    below what is reserved, is a ValueError naming the class.
+    The host token's class gets its one unit. A negative total, one
+    below what is reserved or one above what Placement holds
+    (:data:`PLACEMENT_MAX_TOTAL`: a measure gone wrong) is a ValueError
+    naming the class.
     """
     additional = []
     for name, amount, ratio, held in zip(preemptible.CUSTOM, total, ratios,
@@ -54,6 +58,10 @@ def build(total, ratios, reserved):
                              % (name, amount))
         if not amount:
             continue
+        if amount > PLACEMENT_MAX_TOTAL:
+            raise ValueError('%s: a total of %d is more than Placement '
+                             'holds (%d)' % (name, amount,
+                                             PLACEMENT_MAX_TOTAL))
         if held > amount:
             raise ValueError('%s: %d reserved is more than the total %d'
                              % (name, held, amount))

@@ -52,30 +52,34 @@ def parse_cpu_spec(option, spec):
             continue
         reject = rule.startswith('^')
         first, dash, last = (rule[1:] if reject else rule).partition('-')
-        if not dash and not reject:
-            wanted.add(_cpu_id(option, rule, 'inclusion', first))
-        elif not dash:
-            rejected.add(_cpu_id(option, rule, 'exclusion', first))
+        if not dash:
+            start = end = _cpu_id(option, rule,
+                                  'exclusion' if reject else 'inclusion',
+                                  first)
         else:
             start = _cpu_id(option, rule, 'range', first)
             end = _cpu_id(option, rule, 'range', last)
             if start > end:
                 raise ValueError('%s: invalid range expression %r'
                                  % (option, rule))
-            (rejected if reject else wanted).update(range(start, end + 1))
+        if reject:
+            # Excluding a CPU no host has excludes nothing (Nova accepts
+            # it): only those a host may have are listed.
+            rejected.update(range(start, min(end, MAX_CPUS - 1) + 1))
+            continue
+        if end >= MAX_CPUS:
+            raise ValueError('%s: CPU %d in %r is not one of the %d CPUs '
+                             'Linux supports' % (option, end, rule, MAX_CPUS))
+        wanted.update(range(start, end + 1))
     return wanted - rejected
 
 
 def _cpu_id(option, rule, kind, text):
     try:
-        cpu = int(text.strip())
+        return int(text.strip())
     except ValueError:
         raise ValueError('%s: invalid %s expression %r'
                          % (option, kind, rule)) from None
-    if not 0 <= cpu < MAX_CPUS:
-        raise ValueError('%s: CPU %d in %r is not one of the %d CPUs Linux '
-                         'supports' % (option, cpu, rule, MAX_CPUS))
-    return cpu
 
 
 def _cpu_set(option, spec):
@@ -146,7 +150,7 @@ def ceph_disk_gb(df, pool):
     try:
         names = [p['name'] for p in df['pools']]
         total = int(df['stats']['total_bytes'])
-    except (TypeError, KeyError, ValueError):
+    except (TypeError, KeyError, ValueError, OverflowError):
         raise ValueError('ceph df gave no pools and stats.total_bytes') \
             from None
     if pool not in names:

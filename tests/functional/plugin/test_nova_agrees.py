@@ -82,6 +82,7 @@ def test_nova_asks_placement_for_custom_classes_only():
 @pytest.mark.parametrize('spec', [
     '0-3,^2', '0-7,^2-5', ' 1 , 3 ,,', '^1,0-2', '0-3,^0-3', '1_0', '+3',
     '3-1', '-1', '2-', '^', '^-3', '1-^3', 'one', '0x1', ' - ', '',
+    '0-15,^9000', '0-3,^2-99999',
 ])
 def test_cpu_sets_are_read_as_nova_reads_them(spec):
     """The same CPUs, or both refuse the spec."""

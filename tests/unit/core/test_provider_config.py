@@ -70,6 +70,10 @@ def test_a_class_nova_reports_none_of_is_left_out():
      'CUSTOM_PREEMPTIBLE_VCPU: a total cannot be negative, got -1'),
     (TOTAL, res.Resources(0, 70000, 0),
      'CUSTOM_PREEMPTIBLE_MEMORY_MB: 70000 reserved is more than the total'),
+    # A measure gone wrong (a Ceph cluster of 10^30 bytes, say).
+    (res.Resources(1, 1024, 931322574615478534144), res.ZERO,
+     r'CUSTOM_PREEMPTIBLE_DISK_GB: a total of 931322574615478534144 is more '
+     r'than Placement holds \(2147483647\)'),
 ])
 def test_impossible_inventories_are_refused(total, reserved, message):
     with pytest.raises(ValueError, match=message):
