@@ -50,7 +50,9 @@ every node (18 s at 1000 nodes). So each scheduler worker warms its
 cache before it serves (:meth:`InstanceCache.warm`, from the manager's
 ``pre_start_hook``) and every :data:`KEEP_WARM` after, so that an idle
 worker does not forget a cell (:data:`MAX_GAP`) and reads the nodes added
-since. Warming is nothing but requests' reads, :data:`WARM_BATCH` hosts
+since, and the nodes whose daily full read falls before the next warm-up
+(warmed together, they would otherwise all fall due on one request).
+Warming is nothing but requests' reads, :data:`WARM_BATCH` hosts
 each: every rule above holds for it unchanged, a request arriving
 half-way waits at most for one batch and reads itself the nodes not kept
 yet, and a batch that fails leaves its nodes to the next request or
@@ -117,17 +119,27 @@ class InstanceCache:
                     for node in nodes}
 
     def warm(self, read, cell_uuid, nodes):
-        """Read the ``nodes`` of the cell not kept (or kept too long),
-        :data:`WARM_BATCH` hosts at a time, each batch as a request would
-        (:meth:`preemptibles`)."""
+        """Read the ``nodes`` of the cell not kept, or whose daily full
+        read falls due before the next warm-up, :data:`WARM_BATCH` hosts
+        at a time, each batch as a request would (:meth:`preemptibles`)."""
         by_host = {}
         for node in nodes:
             by_host.setdefault(node[0], []).append(node)
         hosts = sorted(by_host)
         for start in range(0, len(hosts), WARM_BATCH):
-            self.preemptibles(read, cell_uuid, [
-                node for host in hosts[start:start + WARM_BATCH]
-                for node in by_host[host]])
+            batch = [node for host in hosts[start:start + WARM_BATCH]
+                     for node in by_host[host]]
+            self.preemptibles(read, cell_uuid, batch,
+                              fresh=self._due(cell_uuid, batch))
+
+    def _due(self, cell_uuid, nodes):
+        """The ``nodes`` whose daily full read (:data:`MAX_AGE`) falls
+        before the next warm-up: read ahead, so that no request pays it.
+        (Nodes warmed together would all fall due together.)"""
+        soon = self._clock() - (MAX_AGE - 2 * KEEP_WARM)
+        with self._lock:
+            return {node for node in nodes
+                    if self._read_at.get((cell_uuid,) + node, soon) < soon}
 
     def unexplained(self, cell_uuid, node):
         """The preemptible usage Placement counted on ``node`` that its

@@ -206,3 +206,21 @@ def test_a_warm_up_that_fails_keeps_the_batches_read_before(monkeypatch):
     # A request then reads host-b itself, and only it.
     assert listed(cache, cell, A, B) == {A: ['I-p1'], B: ['I-p2']}
     assert cell.queries == ['since', 'hosts']
+
+
+def test_warming_reads_a_node_ahead_of_its_daily_full_read():
+    """Nodes warmed together fall due together: the warm-up reads them
+    again before they do, so no request pays a full read of them all."""
+    cell = FakeCell()
+    cell.save('p1', A)
+    cache = cache_of(cell)
+    cache.warm(cell.read, CELL, [A])
+    day_ends = cell.now + instance_cache.MAX_AGE
+    while cell.now + instance_cache.KEEP_WARM < day_ends:
+        cell.now += instance_cache.KEEP_WARM
+        cache.warm(cell.read, CELL, [A])
+    assert cell.queries.count('hosts') == 2
+    cell.now = day_ends + datetime.timedelta(minutes=1)
+    del cell.queries[:]
+    assert listed(cache, cell, A) == {A: ['I-p1']}
+    assert cell.queries == ['since']
