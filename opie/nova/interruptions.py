@@ -117,10 +117,12 @@ def _lives(context, flavor_ids, since):
 
 def _end(deleted, deleted_at, vm_state, updated_at):
     """When a server's life as a preemptible ended (None: not yet)."""
-    end = deleted_at if deleted else (
-        updated_at if vm_state in ENDED else None)
-    if end is None and deleted:
+    if deleted:
+        end = deleted_at or updated_at
+    elif vm_state in ENDED:
         end = updated_at
+    else:
+        return None
     return end and timeutils.normalize_time(end)
 
 
