@@ -53,10 +53,16 @@ host would lose. Then, phase by phase:
   (:meth:`OpieSchedulerManager._give_back`), terminates nothing else, and
   its ``NoValidHost`` says why.
 
-Placement's answer may be cut at ``[scheduler] max_placement_results``;
-when none of the hosts it returned fits h_f, the candidates are fetched
-again without the limit, so that no host is preempted (or no preemptible
-request refused) while a host Placement did not return is free.
+Placement's answer may be cut at ``[scheduler] max_placement_results``.
+When none of the hosts it returned fits h_f, one probe of the same limit
+asks for the request in the standard and the preemptible classes at once:
+every host with free room is among its answers. When it returns none that
+fits, and fewer than the limit, no host is free: the cut answer stands (a
+sample, as Nova ranks a sample) and victims are chosen among it. Otherwise
+the candidates are fetched again without the limit. So no host is
+preempted (or no preemptible request refused) while a host Placement did
+not return is free, and a saturated cloud pays one small probe instead of
+a second full query.
 
 Rebuilds never preempt; moves may if ``[opie] preempt_on_move`` lists them
 (evacuate and unshelve by default). The cell conductor gets Nova's
@@ -320,13 +326,34 @@ class ClaimingClient:
         if (found is None or found[0] is None or limit is None
                 or len(found[0]) < limit
                 or hoststate.any_fits(found[1],
-                                      resources.merged_resources())):
+                                      resources.merged_resources())
+                or not self._maybe_free_elsewhere(context, resources)):
             return found
         LOG.info('OPIE: Placement returned %d candidates, the limit, and '
                  'none fits with every instance counted; asking for all',
                  limit)
         resources._limit = None
         return self._client.get_allocation_candidates(context, resources)
+
+    def _maybe_free_elsewhere(self, context, resources):
+        """Could a host Placement's cut answer left out have free room
+        (h_f)? Asked with one probe of the same limit, not a second full
+        query: a host with free room has it in the standard classes and
+        in the preemptible ones separately (both have the same capacity,
+        :mod:`opie.core.provider_config`), so it is among the candidates
+        for the request in both kinds of class at once. None of those:
+        no host is free, and the cut answer stands, Placement's sample of
+        hosts, as Nova's weighers rank a sample; OPIE ranks victims among
+        it. Some that fit, or a probe cut at the limit too: maybe."""
+        probe = hoststate.fit_probe(resources)
+        if probe is None:
+            return True
+        found = self._client.get_allocation_candidates(context, probe)
+        if found is None or found[0] is None:
+            return True
+        return (len(found[0]) >= probe._limit
+                or hoststate.any_fits(found[1],
+                                      resources.merged_resources()))
 
     def claim_resources(self, context, consumer_uuid, alloc_request,
                         project_id, user_id, allocation_request_version,
