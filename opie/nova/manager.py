@@ -31,9 +31,10 @@ host would lose. Then, phase by phase:
   each is at most as new as the usage the request will decide on;
 * **filter and score**: hosts where the request fits h_f, or where the
   cheapest sufficient victim set covers the shortfall, ranked by what
-  would be terminated, and then, as a hard rule over Nova's weights,
-  hosts whose victims are of a lower tier before those of a higher one
-  (:meth:`.plan.Plan.lowest_tier_first`); the preemptibles of the hosts
+  would be terminated, and then, as hard rules over Nova's weights, hosts
+  the request fits first, then hosts whose victims are of a lower tier
+  before those of a higher one (:meth:`.plan.Plan.lowest_tier_first`);
+  the preemptibles of the hosts
   the request does not fit come from the process's cache
   (:mod:`.instance_cache`), brought up to date with one query per cell;
 * **reserve**: as Nova claims the best host for each instance, OPIE makes
@@ -205,7 +206,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
     def _get_sorted_hosts(self, spec_obj, host_states, index):
         hosts = super()._get_sorted_hosts(spec_obj, host_states, index)
         plan = plan_mod.current()
-        # Weighers are soft (their weights add up); tiers are not.
+        # Weighers are soft (their weights add up); fit and tiers are not.
         return plan.lowest_tier_first(hosts) if plan else hosts
 
     def _consume_selected_host(self, selected_host, spec_obj,

@@ -28,6 +28,7 @@ import collections
 import contextlib
 import contextvars
 import dataclasses
+import math
 
 from oslo_log import log as logging
 
@@ -162,16 +163,19 @@ class Plan:
         return self._options[record.uuid]
 
     def lowest_tier_first(self, host_states):
-        """``host_states`` as Nova's weighers sorted them, except that a
-        host whose victims are of a higher tier goes after every host
-        whose victims are of a lower one: a normal request takes from the
-        lowest tier first, on every host. The sort is stable, so Nova's
-        weighers still order the hosts of one tier; a host the request
-        fits counts as tier 0 (the overcommit weigher puts it first)."""
-        def tier(host_state):
+        """``host_states`` as Nova's weighers sorted them, except that the
+        hosts the request fits go first, then hosts by the tier of their
+        victims, lowest first, and the hosts the plan refuses last: a
+        normal request never preempts while a host has room, and takes
+        from the lowest tier first, on every host, whatever the weights
+        (they add up: an aggregate's multiplier could outweigh either).
+        The sort is stable, so Nova's weighers order hosts alike."""
+        def rank(host_state):
             option = self.option(host_state)
-            return 0 if option is None else option.tier
-        return sorted(host_states, key=tier)
+            if option is None:
+                return math.inf
+            return 0 if option.fits else 1 + option.tier
+        return sorted(host_states, key=rank)
 
     def passes(self, host_state):
         return self.option(host_state) is not None

@@ -310,21 +310,31 @@ class Reconciler:
 def _repair_victims(cost_model, host, excess, now):
     """The victims of a repair. No cap on their number: ``[opie]
     max_victims`` bounds what one request may cost others, an overcommit
-    must go. For the same reason minimum uptimes are kept where any set
-    without a young preemptible covers the excess, and broken (logged)
-    only where none does. Tiers order the choice as for a request;
-    budgets do not bound it."""
+    must go. For the same reason minimum uptimes are kept where a set
+    without a young preemptible covers the excess, and otherwise as many
+    as can be: each young preemptible is priced above all the others
+    together, so the cheapest set breaks the fewest (logged). Tiers order
+    the choice as for a request; budgets do not bound it."""
     costs = cost_model.costs(host.preemptibles, host, now)
     selection = victims_mod.select(excess, host.preemptibles, costs, None,
                                    host.capacity, now)
     if selection is not None:
         return selection
-    unprotected = [dataclasses.replace(i, minimum_uptime=0.0)
-                   for i in host.preemptibles]
-    selection = victims_mod.select(excess, unprotected, costs, None,
-                                   host.capacity, now)
-    if selection is not None:
-        LOG.warning('OPIE: host %s is over capacity by %s and only '
-                    'preemptibles younger than their minimum uptime cover '
-                    'it: preempting them', host.name, excess)
-    return selection
+    young = {i.uuid for i in host.preemptibles if i.protected(now)}
+    penalty = sum(costs) + 1.0
+    selection = victims_mod.select(
+        excess, [dataclasses.replace(i, minimum_uptime=0.0)
+                 for i in host.preemptibles],
+        [c + penalty if i.uuid in young else c
+         for i, c in zip(host.preemptibles, costs)],
+        None, host.capacity, now)
+    if selection is None:
+        return None
+    broken = [v.uuid for v in selection.victims if v.uuid in young]
+    LOG.warning('OPIE: host %s is over capacity by %s and only preemptibles '
+                'younger than their minimum uptime cover it: preempting %d '
+                'of them (%s)', host.name, excess, len(broken),
+                ', '.join(broken))
+    price = dict(zip((i.uuid for i in host.preemptibles), costs))
+    return dataclasses.replace(selection, cost=sum(
+        price[v.uuid] for v in selection.victims))
