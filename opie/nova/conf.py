@@ -347,9 +347,11 @@ Seconds a preemptible server runs before it may be a victim, for the
 preemptible flavors that do not set their own ``opie:minimum_uptime`` extra
 spec (``opie-manage flavor set-terms FLAVOR --minimum-uptime SECONDS``).
 
-A preemptible server younger than its minimum uptime is never preempted: a
-normal request that only such servers could make room for fails, and its
-fault says so. 0 (the default) promises nothing. Nova copies the flavor
+A preemptible server younger than its minimum uptime is never a victim of a
+request: a normal request that only such servers could make room for fails,
+and its fault says so (the reconciler's repair of a host over capacity
+takes one only where no older server can make room). 0 (the default)
+promises nothing. Nova copies the flavor
 into each server when it boots, so a server keeps the terms it was booted
 with until it is resized; this option, read when the scheduler starts,
 applies to every server of a flavor without its own value, old or new.
