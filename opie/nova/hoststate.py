@@ -401,15 +401,21 @@ class InstanceLoader:
         record.preemptibles = [i for i in record.preemptibles
                                if i.uuid in held]
 
-    def not_victims(self, record, uuids):
+    def not_victims(self, record, uuids, now):
         """Those of ``uuids`` that the cell database, read now, says are no
-        eligible preemptible instance on ``record``'s node: the cache
-        chooses victims, the database has the last word."""
+        eligible preemptible instance on ``record``'s node, or one younger
+        than its minimum uptime at ``now`` (launched again since the cache
+        read it): the cache chooses victims, the database has the last
+        word."""
         with self._cell(record.cell_uuid) as cctxt:
             found = _rows(cctxt, uuids)
-        still = {i.uuid for i in found
-                 if (i.host, i.node) == (record.host, record.nodename)
-                 and is_preemptible(i.flavor) and core_instance(i).eligible}
+        still = set()
+        for row in found:
+            if ((row.host, row.node) == (record.host, record.nodename)
+                    and is_preemptible(row.flavor)):
+                instance = core_instance(row)
+                if instance.eligible and not instance.protected(now):
+                    still.add(row.uuid)
         return set(uuids) - still
 
     def emptied_claims(self, record, uuids):

@@ -25,6 +25,7 @@ from nova import context as nova_context
 from oslo_utils import timeutils
 
 from opie.core import scheduling
+from opie.nova import hoststate
 from opie.testing import cloud
 from opie.testing import harness
 
@@ -178,6 +179,30 @@ class MinimumUptime(TermsCloud):
 
         self.assertEqual('host-A', self.host_of(server))
         self.assertEqual(['old-0'], self.victim_names())
+
+    def test_a_victim_launched_again_before_the_write_is_spared(self):
+        # The cache chose old-0, the cheapest; its row, read again before
+        # the write, says it launched again (a rebuild, say) a minute ago.
+        old = [self.boot_as('kept', 'old-%d' % i, 'host-A', 118 + i)
+               for i in range(2)]
+        for i in range(2):
+            self.boot('medium', 'A-N%d' % i, host='host-A')
+        self.fill_with_normal('host-B')
+        pending = [lambda: self.set_launched_at(old[0]['id'], 1)]
+        real = hoststate.InstanceLoader.not_victims
+
+        def not_victims(loader, *args, **kwargs):
+            if pending:
+                pending.pop()()
+            return real(loader, *args, **kwargs)
+        self.stub_out('opie.nova.hoststate.InstanceLoader.not_victims',
+                      not_victims)
+
+        self.boot('medium', 'normal')
+        self.wait_for_terminations()
+
+        self.assertEqual([], pending)
+        self.assertEqual(['old-1'], self.victim_names())
 
     def test_a_request_only_young_servers_could_serve_fails_saying_so(self):
         for host in self.HOSTS:
