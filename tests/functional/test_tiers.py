@@ -330,6 +330,25 @@ class TermsOfTheBoot(TermsCloud):
         # The dearer, but of tier 0.
         self.assertEqual(['booted-as-0'], self.victim_names())
 
+    def test_a_resized_server_takes_its_new_flavors_terms(self):
+        self.flags(allow_resize_to_same_host=True)
+        self.flavor('gold', tier=1)
+        self.flavor('bronze', tier=0)
+        self.fill_with_normal('host-B')
+        resized = self.boot_as('gold', 'resized', 'host-A')
+        self._resize_server(resized, self.flavors['bronze'])
+        self._confirm_resize(resized)
+        self.set_launched_at(resized['id'], 119)
+        for i in range(2):
+            self.boot_as('gold', 'gold-%d' % i, 'host-A', 61 + i)
+        self.boot('medium', 'A-N0', host='host-A')
+
+        self.boot('medium', 'normal')
+        self.wait_for_terminations()
+
+        # The dearest, but now of tier 0.
+        self.assertEqual(['resized'], self.victim_names())
+
 
 class BadTerms(TermsCloud):
 
