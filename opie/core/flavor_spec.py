@@ -246,16 +246,17 @@ SET_TERMS = 'opie-manage flavor set-terms %s'
 
 
 @dataclasses.dataclass(frozen=True)
-class _Term:
+class Term:
+    """One term: the extra spec that sets it, and its bound."""
     spec: str
     maximum: int
     default: str        # what a bad value is read as, in words
     option: str         # the ``set-terms`` option that sets it
 
 
-_TERMS = (_Term(TIER_SPEC, MAX_TIER, 'tier 0', '--tier'),
-          _Term(MINIMUM_UPTIME_SPEC, MAX_MINIMUM_UPTIME,
-                '[opie] minimum_uptime', '--minimum-uptime'))
+_TERMS = (Term(TIER_SPEC, MAX_TIER, 'tier 0', '--tier'),
+          Term(MINIMUM_UPTIME_SPEC, MAX_MINIMUM_UPTIME,
+               '[opie] minimum_uptime', '--minimum-uptime'))
 # Digits only: int() also takes '+1', '1_000', ' 1' and other scripts'
 # digits, which no one reading the flavor would take for a number.
 _WHOLE = re.compile(r'[0-9]+\Z')
