@@ -138,8 +138,8 @@ def _as_json(decision):
         'host': decision.host,
         'victims': [v.uuid for v in decision.victims],
         'cost': decision.cost,
-        'ranking': [{'host': o.host, 'fits': o.fits, 'cost': o.cost,
-                     'score': o.score,
+        'ranking': [{'host': o.host, 'fits': o.fits, 'tier': o.tier,
+                     'cost': o.cost, 'score': o.score,
                      'victims': [v.uuid for v in o.victims]}
                     for o in decision.ranking],
     }
@@ -158,12 +158,15 @@ def _as_table(request, decision, model, args):
             model, args.period_seconds, args.ranking), '']
     if decision.ranking:
         width = max(len(o.host) for o in decision.ranking) + 2
-        header = '%-*s %-5s %10s %10s  %s' % (width, 'HOST', 'FITS', 'SCORE',
-                                              'COST', 'VICTIMS')
+        # TIER: the highest tier among the host's victims (a normal
+        # request takes from the lowest tier first).
+        header = '%-*s %-5s %4s %10s %10s  %s' % (
+            width, 'HOST', 'FITS', 'TIER', 'SCORE', 'COST', 'VICTIMS')
         lines.append(header)
         for o in decision.ranking:
-            lines.append('%-*s %-5s %10g %10g  %s' % (
-                width, o.host, 'yes' if o.fits else 'no', o.score, o.cost,
+            lines.append('%-*s %-5s %4s %10g %10g  %s' % (
+                width, o.host, 'yes' if o.fits else 'no',
+                '-' if o.fits else o.tier, o.score, o.cost,
                 _names(o.victims)))
         lines.append('')
     if decision.host is None:

@@ -252,9 +252,9 @@ class Plan:
 
     def not_victims(self, record, victims):
         """The uuids of ``victims`` the database says are no eligible
-        preemptible instance on ``record`` now."""
+        preemptible instance on ``record`` now, or too young to be one."""
         return self._load_instances.not_victims(
-            record, [victim.uuid for victim in victims])
+            record, [victim.uuid for victim in victims], self.now)
 
     def not_a_victim(self, record, uuid):
         """``uuid`` holds nothing on the host (another writer or its owner
