@@ -84,6 +84,7 @@ from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import manager
 
+from opie.core import explain
 from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import give_back
@@ -102,6 +103,8 @@ from opie.nova import token
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
+# Why victims of a failed request were terminated all the same.
+ROOM_TAKEN = 'room-taken'
 # The token generations known when this request began (a copy).
 _GENERATIONS = contextvars.ContextVar('opie_generations', default=None)
 
@@ -194,6 +197,13 @@ class OpieSchedulerManager(manager.SchedulerManager):
             plan.add(record or hoststate.record_from_host_state(host_state))
         return iter(host_states)
 
+    def _get_sorted_hosts(self, spec_obj, host_states, index):
+        hosts = super()._get_sorted_hosts(spec_obj, host_states, index)
+        # Nova's order, which its claims follow: each preemption is
+        # explained by it.
+        plan_mod.current().ranked(hosts)
+        return hosts
+
     def _consume_selected_host(self, selected_host, spec_obj,
                                instance_uuid=None):
         super()._consume_selected_host(selected_host, spec_obj,
@@ -228,11 +238,18 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 # Their room went to other requests: they cannot come back
                 # without overcommitting the host.
                 count += len(lost)
+                costs = [(v, plan.cost_of(record, v)) for v in lost]
+                why = ('taken for a request that then failed; other '
+                       'requests took its room meanwhile, so it could not '
+                       'be given back')
                 self.terminator.terminate(
-                    [plan_mod.Preemption(record.host, record.nodename,
-                                         tuple(lost), 0.0,
-                                         provider_uuid=record.uuid)],
-                    {'reason': 'room-taken'})
+                    [plan_mod.Preemption(
+                        record.host, record.nodename, tuple(lost), 0.0,
+                        provider_uuid=record.uuid,
+                        explanation=explain.repair(
+                            ROOM_TAKEN, record.host, why, costs,
+                            sum(c for _, c in costs)))],
+                    {'reason': ROOM_TAKEN})
         return count
 
     def init_host(self, service_ref):
@@ -364,6 +381,7 @@ class ClaimingClient:
                            claims, option.cost)
             return True
         metrics.HOSTS_ABANDONED.inc()
+        plan.abandoned(record)
         LOG.info('OPIE: host %s changed under %d writes in a row; trying '
                  'the next host', record.host, claim.WRITE_ATTEMPTS)
         return False
