@@ -37,6 +37,7 @@ explanations have no event and are not listed (their actions remain).
 Exit codes: 0 (even when nothing matches), 2 bad input (one line).
 """
 import json
+import warnings
 
 from opie import arguments
 from opie import oneline
@@ -82,9 +83,13 @@ def history_command(args):
     if not args.config_file and not args.config_dir:
         raise errors.UsageError('give the nova.conf with Nova\'s database '
                                 'settings: --config-file PATH')
-    # Loaded here: the other commands need no Nova.
-    from opie.nova import history
-    context = load_nova(args)
+    with warnings.catch_warnings():
+        # Nova's libraries warn, on standard error, that eventlet is
+        # deprecated: nothing an operator reading the history can act on.
+        warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
+        # Loaded here: the other commands need no Nova.
+        from opie.nova import history
+        context = load_nova(args)
     try:
         kept = history.read(context, args.since, args.until, args.host)
     except Exception as exc:
