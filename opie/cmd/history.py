@@ -127,7 +127,11 @@ def load_nova(args):
 
 
 def _when(moment):
-    return moment.strftime('%Y-%m-%dT%H:%M:%SZ')
+    """ISO 8601 in UTC, to the microsecond where the database has it:
+    an entry's time given back to ``--since`` finds that entry."""
+    return moment.isoformat(
+        timespec='microseconds' if moment.microsecond else 'seconds'
+    ).replace('+00:00', 'Z')
 
 
 def entries(kept):

@@ -163,15 +163,18 @@ def _why_lost(other, chosen, above, ranked_by, ranking):
             % (said, mine, theirs))
 
 
-def _why_chosen(chosen, ranked, ranked_by, ranking):
-    assessed = [c for c in ranked if c.option is not None]
-    best = min(assessed, key=lambda c: _key(c.option))
+def _why_chosen(chosen, ranked, ranking):
+    """Against the hosts ranked below it (those above it failed their
+    claims, and are counted)."""
     above = ranked.index(chosen)
-    if len(assessed) == 1:
-        said = 'the only host that could take it'
+    left = [c for c in ranked[above:] if c.option is not None]
+    best = min(left, key=lambda c: _key(c.option))
+    still = ' left' if above else ''
+    if len(left) == 1:
+        said = 'the only host%s that could take it' % still
     elif _key(best.option)[:3] == _key(chosen.option)[:3]:
-        said = 'the lowest cost (%s) of %d hosts that could take it' % (
-            _show(chosen.option.score), len(assessed))
+        said = 'the lowest cost (%s) of %d hosts%s that could take it' % (
+            _show(chosen.option.score), len(left), still)
     else:
         _, better = _terms(best.option, chosen.option, ranking)
         said = ("Nova's weighers put it first; by OPIE's terms alone %s "
@@ -205,7 +208,7 @@ def decision(chosen_host, victims, ranked, refused, ranked_by=OPIE,
     cost = chosen.option.cost
     record = {
         'version': VERSION, 'reason': REQUEST, 'host': _text(chosen.host),
-        'why': _text(_why_chosen(chosen, ranked, ranked_by, ranking)),
+        'why': _text(_why_chosen(chosen, ranked, ranking)),
         'ranked_by': ranked_by, 'ranking': _text(ranking),
         'cost': _num(cost),
         'offset': _num(cost - sum(c for _, c in victims)),

@@ -32,8 +32,10 @@ from nova import objects
 
 from opie.cmd import manage
 from opie.core import scheduling
+from opie.nova import claim
 from opie.nova import terminate
 from opie.testing import cloud
+from tests.functional import test_preemption
 from tests.functional import test_victims_left_running
 
 # Partial billing hours lost, in minutes, of each host's preemptibles.
@@ -236,7 +238,7 @@ class Storm(cloud.OpieCloud):
         self.assertEqual([kept.details], [e.details for e in events()])
 
     def test_an_action_its_writer_left_without_explanation_gets_one(self):
-        victim = self.servers['N1']['id']   # a normal server: no action yet
+        victim = self.uuids['A-3']   # never preempted: no action yet
         admin = nova_context.get_admin_context()
         cell = objects.InstanceMapping.get_by_instance_uuid(
             admin, victim).cell_mapping
@@ -256,12 +258,37 @@ class Storm(cloud.OpieCloud):
         self.assertEqual(['{"why": "kept"}'],
                          [e['details'] for e in details['events']
                           if e['event'] == terminate.EVENT])
-        # It is a server the storm never preempted: it is no victim, so
-        # the storm's check that no normal server was preempted still
-        # holds (that check reads the notifications).
-        self.assertNotIn(victim, {v['uuid'] for n in
-                                  self.preempt_notifications()
-                                  for v in n['payload']['victims']})
+
+
+class ClaimRefused(cloud.OpieCloud):
+    """The cheapest host keeps changing under every claim (other writers):
+    Nova goes on to the next, and the explanation says why the first
+    lost."""
+
+    def test_a_host_ranked_above_says_its_claim_failed(self):
+        test_preemption.fill_with_preemptibles(self)
+        busy = self._get_provider_uuid_by_host('host-B')
+        real = claim.write
+
+        def write(client, context, rp, *args, **kwargs):
+            if rp == busy:
+                return None
+            return real(client, context, rp, *args, **kwargs)
+        self.stub_out('opie.nova.claim.write', write)
+        server = self.boot('medium', 'normal')
+        self.wait_for_terminations()
+        self.assertEqual('host-A', self.host_of(server))
+
+        [payload] = [n['payload'] for n in self.preempt_notifications()]
+        explanation = payload['explanation']
+        self.assertEqual('the only host left that could take it; 1 host '
+                         'ranked above it could not be claimed',
+                         explanation['why'])
+        [other] = explanation['runners_up']
+        self.assertEqual(
+            ('host-B', 'ranked above it, but its claim failed: it changed '
+             'under each of its claims (other writers)'),
+            (other['host'], other['why_lost']))
 
 
 class ReconcilerExplains(test_victims_left_running.AttackBase):

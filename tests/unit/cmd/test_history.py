@@ -96,6 +96,9 @@ def test_victims_of_one_preemption_are_one_entry():
     assert [(e['request']['instance_uuid'], e['recorded'])
             for e in entries] == [('i1', ['v1', 'v2']), ('i2', ['v3'])]
     assert entries[0]['time'] == '2026-11-26T15:00:00Z'
+    later = history.entries([Kept('v1', T0.replace(microsecond=5), 'h1',
+                                  'c', one)])
+    assert later[0]['time'] == '2026-11-26T15:00:00.000005Z'
     json.dumps(entries)
     by = {name: [e['request']['instance_uuid'] for e in entries
                  if history.matches(e, args(**{key: value}))]

@@ -107,8 +107,20 @@ def test_a_host_ranked_above_whose_claim_failed_says_why():
     assert record['runners_up'][0]['why_lost'] == (
         'ranked above it, but its claim failed: it changed under each of '
         'its claims')
-    assert record['why'].endswith('1 host ranked above it could not be '
-                                  'claimed')
+    assert record['why'] == 'the only host left that could take it; 1 ' \
+        'host ranked above it could not be claimed'
+
+
+def test_the_chosen_host_is_weighed_against_those_below_it_only():
+    first, chosen, dearer = option('a', 1.0), option('b', 3.0), option(
+        'c', 4.0)
+    ranked = candidates(first, chosen, dearer,
+                        weights={'a': 3.0, 'b': 2.0, 'c': 1.0},
+                        failed={'a': 'refused when claimed: no room'})
+    record = explain.decision('b', [(inst('v', S), 3.0)], ranked, {},
+                              ranked_by=explain.NOVA)
+    assert record['why'] == 'the lowest cost (3.0) of 2 hosts left that ' \
+        'could take it; 1 host ranked above it could not be claimed'
 
 
 def test_a_tier_decides_before_the_cost():
