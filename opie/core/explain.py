@@ -32,7 +32,9 @@ random among its best. When the scheduler knows Nova's order and weights
 (``ranked_by`` :data:`NOVA`), each runner-up's ``why_lost`` says which of
 these it was, next to what OPIE's terms say of the two hosts (fits, tier,
 cost); without them (:data:`OPIE`) hosts are ordered as the core orders
-them: fits first, then lowest tier, then score, then name. A host ranked
+them (:func:`.scheduling.order`: fits first, then lowest tier, then score,
+then name). OPIE's one rule over Nova's weights, a lower tier first, is
+said as such. A host ranked
 above the chosen one lost because its claim failed, and says why.
 
 The record is a dict of JSON types (version :data:`VERSION`)::
@@ -54,11 +56,13 @@ MySQL): at most :data:`MAX_RUNNERS_UP` runner-ups and :data:`MAX_VICTIMS`
 victims are listed (the rest counted in ``*_omitted``), strings are cut to
 :data:`MAX_TEXT` characters, and :func:`dumps` writes ASCII JSON of at
 most :data:`MAX_CHARS` characters. Fields added later are ignored by
-readers; a HostOption with more fields than it has today (``tier``,
-``charges``) is read by name, so explanations outlive its growth.
+readers; a HostOption is read by field name, so one that grows keeps
+being explained.
 """
 import json
 import math
+
+from opie.core import scheduling
 
 VERSION = 1
 NOVA, OPIE = 'nova', 'opie'
@@ -106,12 +110,7 @@ def _show(a, b=None):
 
 
 def _tier(option):
-    return getattr(option, 'tier', 0) or 0
-
-
-def _key(option):
-    """The core's host order (:mod:`.scheduling`), by name."""
-    return (not option.fits, _tier(option), option.score, option.host)
+    return option.tier
 
 
 def _terms(other, chosen, ranking):
@@ -147,6 +146,8 @@ def _why_lost(other, chosen, above, ranked_by, ranking):
     sign, said = _terms(other.option, chosen.option, ranking)
     if ranked_by == OPIE:
         return said if sign > 0 else '%s; the host name broke the tie' % said
+    if sign > 0 and _tier(other.option) != _tier(chosen.option):
+        return "%s (a lower tier goes first, whatever Nova's weights)" % said
     if other.weight is None or chosen.weight is None:
         return said if sign > 0 else "%s, but Nova ranked it lower" % said
     mine, theirs = _show(other.weight, chosen.weight)
@@ -168,11 +169,12 @@ def _why_chosen(chosen, ranked, ranking):
     claims, and are counted)."""
     above = ranked.index(chosen)
     left = [c for c in ranked[above:] if c.option is not None]
-    best = min(left, key=lambda c: _key(c.option))
+    best = min(left, key=lambda c: scheduling.order(c.option))
     still = ' left' if above else ''
     if len(left) == 1:
         said = 'the only host%s that could take it' % still
-    elif _key(best.option)[:3] == _key(chosen.option)[:3]:
+    elif (scheduling.order(best.option)[:3]
+          == scheduling.order(chosen.option)[:3]):
         said = 'the lowest cost (%s) of %d hosts%s that could take it' % (
             _show(chosen.option.score), len(left), still)
     else:
@@ -201,7 +203,7 @@ def decision(chosen_host, victims, ranked, refused, ranked_by=OPIE,
     ranked = list(ranked)
     if ranked_by != NOVA:
         ranked.sort(key=lambda c: (c.option is None,
-                                   c.option and _key(c.option)))
+                                   c.option and scheduling.order(c.option)))
     chosen = next(c for c in ranked if c.host == chosen_host)
     above = ranked.index(chosen)
     others = [(c, i < above) for i, c in enumerate(ranked) if c is not chosen]

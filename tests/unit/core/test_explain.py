@@ -123,18 +123,22 @@ def test_the_chosen_host_is_weighed_against_those_below_it_only():
         'could take it; 1 host ranked above it could not be claimed'
 
 
-def test_a_tier_decides_before_the_cost():
-    @dataclasses.dataclass(frozen=True)
-    class Tiered(scheduling.HostOption):
-        tier: int = 0
-        charges: dict = dataclasses.field(default_factory=dict)
-
-    chosen = Tiered('a', False, (inst('v', S),), 9.0, 9.0, tier=0)
-    other = Tiered('b', False, (inst('w', S),), 1.0, 1.0, tier=2)
+def test_a_tier_decides_before_the_cost_and_over_novas_weights():
+    chosen = scheduling.HostOption('a', False, (inst('v', S),), 9.0, 9.0,
+                                   tier=0)
+    other = scheduling.HostOption('b', False, (inst('w', S),), 1.0, 1.0,
+                                  tier=2)
     record = explain.decision('a', [(inst('v', S), 9.0)],
                               candidates(chosen, other), {})
     assert record['runners_up'][0]['why_lost'] == "its victims' tier 2 > 0"
     assert record['runners_up'][0]['tier'] == 2
+    record = explain.decision('a', [(inst('v', S), 9.0)],
+                              candidates(chosen, other,
+                                         weights={'a': 1.0, 'b': 5.0}),
+                              {}, ranked_by=explain.NOVA)
+    assert record['runners_up'][0]['why_lost'] == (
+        "its victims' tier 2 > 0 (a lower tier goes first, whatever Nova's "
+        'weights)')
 
 
 def test_numbers_that_differ_never_read_alike():
