@@ -109,10 +109,6 @@ def _show(a, b=None):
     return tuple(short) if b is not None else short[0]
 
 
-def _tier(option):
-    return option.tier
-
-
 def _terms(other, chosen, ranking):
     """What OPIE's terms say of ``other`` against ``chosen``: (sign,
     sentence); sign > 0 when OPIE prefers the chosen host, < 0 when it
@@ -121,10 +117,10 @@ def _terms(other, chosen, ranking):
         if other.fits:
             return -1, 'fits without preemption'
         return 1, 'needs a preemption where the chosen host does not'
-    if _tier(other) != _tier(chosen):
-        sign = 1 if _tier(other) > _tier(chosen) else -1
+    if other.tier != chosen.tier:
+        sign = 1 if other.tier > chosen.tier else -1
         return sign, "its victims' tier %d %s %d" % (
-            _tier(other), '>' if sign > 0 else '<', _tier(chosen))
+            other.tier, '>' if sign > 0 else '<', chosen.tier)
     what = ('its preemptibles cost' if ranking == 'all-preemptibles'
             else 'its victims cost')
     if other.fits and ranking != 'all-preemptibles':
@@ -146,7 +142,7 @@ def _why_lost(other, chosen, above, ranked_by, ranking):
     sign, said = _terms(other.option, chosen.option, ranking)
     if ranked_by == OPIE:
         return said if sign > 0 else '%s; the host name broke the tie' % said
-    if sign > 0 and _tier(other.option) != _tier(chosen.option):
+    if sign > 0 and other.option.tier != chosen.option.tier:
         return "%s (a lower tier goes first, whatever Nova's weights)" % said
     if other.weight is None or chosen.weight is None:
         return said if sign > 0 else "%s, but Nova ranked it lower" % said
@@ -175,16 +171,31 @@ def _why_chosen(chosen, ranked, ranking):
         said = 'the only host%s that could take it' % still
     elif (scheduling.order(best.option)[:3]
           == scheduling.order(chosen.option)[:3]):
-        said = 'the lowest cost (%s) of %d hosts%s that could take it' % (
-            _show(chosen.option.score), len(left), still)
+        said = 'the lowest %s (%s) of %d hosts%s that could take it' % (
+            'cost of all preemptibles' if ranking == 'all-preemptibles'
+            else 'cost', _show(chosen.option.score), len(left), still)
     else:
         _, better = _terms(best.option, chosen.option, ranking)
-        said = ("Nova's weighers put it first; by OPIE's terms alone %s "
-                'would have been (%s)' % (best.host, better))
+        said = '%s; by OPIE\'s terms alone %s would have been (%s)' % (
+            _novas_pick(chosen, best), best.host, better)
     if above:
         said += '; %d host%s ranked above it could not be claimed' % (
             above, '' if above == 1 else 's')
     return said
+
+
+def _novas_pick(chosen, best):
+    """Why Nova placed ``chosen`` before ``best``, which OPIE's terms
+    prefer and Nova ranked below it."""
+    if chosen.weight is None or best.weight is None:
+        return 'Nova ranked it first'
+    if chosen.weight > best.weight:
+        return "Nova's weighers put it first"
+    if chosen.weight == best.weight:
+        return "Nova's weighers tied it with %s and Nova's order put it " \
+            'first' % best.host
+    return ('Nova picked it at random among its best hosts '
+            '([filter_scheduler] host_subset_size)')
 
 
 def decision(chosen_host, victims, ranked, refused, ranked_by=OPIE,
@@ -227,7 +238,7 @@ def _runner_up(candidate, chosen, above, ranked_by, ranking):
     option = candidate.option
     entry = {'host': _text(candidate.host),
              'fits': None if option is None else option.fits,
-             'tier': None if option is None else _tier(option),
+             'tier': None if option is None else option.tier,
              'cost': None if option is None else _num(option.cost),
              'victims': None if option is None else len(option.victims),
              'why_lost': _text(_why_lost(candidate, chosen, above,

@@ -83,6 +83,22 @@ def test_novas_weighers_putting_a_dearer_host_first_is_said():
     assert record['runners_up'][1]['weight'] == 2.5
 
 
+@pytest.mark.parametrize('weights, said', [
+    ({'a': 2.0, 'b': 2.0}, "Nova's weighers tied it with b and Nova's "
+     'order put it first'),
+    ({'a': 1.0, 'b': 2.0}, 'Nova picked it at random among its best hosts '
+     '([filter_scheduler] host_subset_size)'),
+    ({}, 'Nova ranked it first'),
+])
+def test_why_nova_chose_a_dearer_host(weights, said):
+    chosen, cheaper = option('a', 5.0), option('b', 2.0)
+    record = explain.decision('a', [(inst('v', S), 5.0)],
+                              candidates(chosen, cheaper, weights=weights),
+                              {}, ranked_by=explain.NOVA)
+    assert record['why'] == "%s; by OPIE's terms alone b would have been " \
+        '(its victims cost 2.0 < 5.0)' % said
+
+
 def test_a_tie_in_novas_weights_and_a_random_pick_are_said():
     chosen, same, heavier = option('a', 5.0), option('b', 5.0), option(
         'c', 5.0)
