@@ -93,6 +93,7 @@ from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import manager
 
+from opie.core import explain
 from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import give_back
@@ -111,6 +112,8 @@ from opie.nova import token
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
+# Why victims of a failed request were terminated all the same.
+ROOM_TAKEN = 'room-taken'
 # The token generations known when this request began (a copy).
 _GENERATIONS = contextvars.ContextVar('opie_generations', default=None)
 
@@ -206,8 +209,14 @@ class OpieSchedulerManager(manager.SchedulerManager):
     def _get_sorted_hosts(self, spec_obj, host_states, index):
         hosts = super()._get_sorted_hosts(spec_obj, host_states, index)
         plan = plan_mod.current()
+        if plan is None:
+            return hosts
         # Weighers are soft (their weights add up); fit and tiers are not.
-        return plan.lowest_tier_first(hosts) if plan else hosts
+        hosts = plan.lowest_tier_first(hosts)
+        # The order Nova's claims follow: each preemption is explained by
+        # it.
+        plan.ranked(hosts)
+        return hosts
 
     def _consume_selected_host(self, selected_host, spec_obj,
                                instance_uuid=None):
@@ -243,11 +252,18 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 # Their room went to other requests: they cannot come back
                 # without overcommitting the host.
                 count += len(lost)
+                costs = [(v, plan.cost_of(record, v)) for v in lost]
+                why = ('taken for a request that then failed; other '
+                       'requests took its room meanwhile, so it could not '
+                       'be given back')
                 self.terminator.terminate(
-                    [plan_mod.Preemption(record.host, record.nodename,
-                                         tuple(lost), 0.0,
-                                         provider_uuid=record.uuid)],
-                    {'reason': 'room-taken'})
+                    [plan_mod.Preemption(
+                        record.host, record.nodename, tuple(lost), 0.0,
+                        provider_uuid=record.uuid,
+                        explanation=explain.repair(
+                            ROOM_TAKEN, record.host, why, costs,
+                            sum(c for _, c in costs)))],
+                    {'reason': ROOM_TAKEN})
         return count
 
     def init_host(self, service_ref):
@@ -400,6 +416,7 @@ class ClaimingClient:
                            claims, option.cost)
             return True
         metrics.HOSTS_ABANDONED.inc()
+        plan.abandoned(record)
         LOG.info('OPIE: host %s changed under %d writes in a row; trying '
                  'the next host', record.host, claim.WRITE_ATTEMPTS)
         return False

@@ -32,6 +32,7 @@ import math
 
 from oslo_log import log as logging
 
+from opie.core import explain
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
@@ -73,6 +74,10 @@ class Preemption:
     # The compute node's resource provider, where the victims' room was
     # taken.
     provider_uuid: str | None = None
+    # Why (:mod:`opie.core.explain`): the decision as made when the
+    # victims were claimed, kept with each victim's instance action.
+    explanation: dict | None = dataclasses.field(default=None,
+                                                 compare=False)
 
 
 class Plan:
@@ -121,6 +126,13 @@ class Plan:
         # stale: read in full on their next refresh.
         self._stale_lists = set()
         self.preemptions = []       # Preemption, to terminate at the end
+        # Nova's order of the hosts for the instance being placed, with
+        # their weights: [(host uuid, weight or None)], None until Nova
+        # ranks them; the weighing it comes from; hosts whose claims kept
+        # being refused.
+        self._ranked = None
+        self._weighed = None
+        self._abandoned = set()
 
     # hosts ---------------------------------------------------------------
     def add(self, record):
@@ -291,7 +303,57 @@ class Plan:
     def preempted(self, record, instance_uuid, victims, cost):
         self.preemptions.append(Preemption(
             record.host, record.nodename, tuple(victims), cost,
-            instance_uuid, record.uuid))
+            instance_uuid, record.uuid, self._explain(record, victims)))
+
+    # explanations --------------------------------------------------------
+    def weighed(self, weighed_hosts):
+        """Nova is weighing ``weighed_hosts`` (its WeighedHost objects,
+        whose weights are final once Nova has sorted them)."""
+        self._weighed = weighed_hosts
+
+    def ranked(self, host_states):
+        """Nova's filters and weighers ranked ``host_states``, in this
+        order, for the instance it places next."""
+        weights = {w.obj.uuid: w.weight for w in self._weighed or ()}
+        self._weighed = None
+        self._ranked = [(h.uuid, weights.get(h.uuid)) for h in host_states]
+        self._abandoned.clear()
+
+    def abandoned(self, record):
+        """``record`` changed under every claim of the instance: Nova goes
+        on to its next host."""
+        self._abandoned.add(record.uuid)
+
+    def _explain(self, record, victims):
+        """The decision to take ``victims`` on ``record``, as made now:
+        in Nova's order of the hosts where Nova ranked them (this one
+        among them), else in OPIE's."""
+        ranked = self._ranked or ()
+        if record.uuid in dict(ranked):
+            order, ranked_by = ranked, explain.NOVA
+        else:
+            order, ranked_by = [(uuid, None) for uuid, option in
+                                self._options.items()
+                                if option is not None], explain.OPIE
+        candidates = [self._candidate(uuid, weight) for uuid, weight in order
+                      if uuid in self.records]
+        named = {c.host for c in candidates}
+        refused = collections.Counter(
+            why for host, why in self.refusals.items() if host not in named)
+        return explain.decision(
+            record.host, [(v, self.cost_of(record, v)) for v in victims],
+            candidates, refused, ranked_by, self.settings.ranking)
+
+    def _candidate(self, uuid, weight):
+        record = self.records[uuid]
+        option = self._options.get(uuid)
+        if uuid in self._abandoned:
+            failed = 'it changed under each of its claims (other writers)'
+        elif option is None and record.host in self.refusals:
+            failed = 'refused when claimed: %s' % self.refusals[record.host]
+        else:
+            failed = "Nova had no allocation candidate left for it"
+        return explain.Candidate(record.host, option, weight, failed)
 
     def reason(self):
         """Why hosts were refused, for NoValidHost: how many hosts for

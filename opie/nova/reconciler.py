@@ -65,6 +65,7 @@ import datetime
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from opie.core import explain
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import victims as victims_mod
@@ -140,7 +141,8 @@ class Reconciler:
                                 'terminating them', [i.uuid for i in lost],
                                 record.host)
                     done += self.terminator.terminate(
-                        [self._preemption(record, lost, now)],
+                        [self._preemption(record, lost, now, terminate.LEFT,
+                                          self._why_left())],
                         {'reason': terminate.LEFT})
             for repair in self._overcommitted(context, host_states, now,
                                               renew):
@@ -292,19 +294,33 @@ class Reconciler:
             return None
         LOG.info('OPIE: host %s over capacity by %s: preempting %s',
                  record.host, excess, [v.uuid for v in selection.victims])
-        return self._preemption(record, selection.victims, now)
+        return self._preemption(
+            record, selection.victims, now, 'reconcile',
+            'reconciler: the host was over capacity by %s (every instance '
+            'counted) for more than %d s; its victims cover that, chosen '
+            'as for a request (lowest tier, then cost)' % (
+                excess, self.grace.total_seconds()))
 
     # helpers -------------------------------------------------------------
     def _loader(self, context):
         return hoststate.InstanceLoader(context, self.host_manager.cells,
                                         self.placement_client)
 
-    def _preemption(self, record, victims, now):
+    def _why_left(self):
+        return ('reconciler: claimed by a scheduler that never terminated '
+                'it (it held no allocations on its node for more than %d s) '
+                'and its room could not be given back'
+                % self.claimed_grace.total_seconds())
+
+    def _preemption(self, record, victims, now, reason, why):
         host = record.core_host()
+        costs = [(v, self.settings.cost_model.instance_cost(v, host, now))
+                 for v in victims]
+        cost = sum(c for _, c in costs)
         return plan_mod.Preemption(
-            record.host, record.nodename, tuple(victims),
-            sum(self.settings.cost_model.instance_cost(v, host, now)
-                for v in victims), provider_uuid=record.uuid)
+            record.host, record.nodename, tuple(victims), cost,
+            provider_uuid=record.uuid, explanation=explain.repair(
+                reason, record.host, why, costs, cost))
 
 
 def _repair_victims(cost_model, host, excess, now):
