@@ -47,6 +47,11 @@ class Running:
         self.end = started + run.wall_s
         self.left = None     # wall time still to go, while frozen
 
+    def elapsed(self, now):
+        """How long the run has lasted, frozen time excluded."""
+        left = self.end - now if self.left is None else self.left
+        return min(max(self.run.wall_s - left, 0.0), self.run.wall_s)
+
 
 class Server:
     def __init__(self, server_id, key, flavor, market, slots, created,
@@ -68,6 +73,8 @@ class Server:
         self.mtt = None
         self.mtt_timer = None
         self.ac_timer = None
+        self.notice_at = None   # when a notice says the server goes
+        self.stop_timers = {}   # task id -> when it checkpoints and stops
         self.version = 0
         self.cache = None
 
@@ -208,6 +215,20 @@ class Fleet:
                 fitting, key=lambda f: (task.runtime_on(f), f.name),
                 default=False)
         return flavor or None
+
+    def worth_saving(self, task_id):
+        """The least fraction of ``task_id``'s work whose checkpoint makes
+        no restart on a normal server longer than one from what it has
+        saved: a restore costs a dump, so from scratch a checkpoint must
+        save a dump's worth of work on the fastest normal flavor.  The
+        take-over counts on restarts no longer than that
+        (:meth:`take_over_wall`)."""
+        saved = self.saved[task_id]
+        flavor = self.redo_flavor(task_id)
+        if saved > 0 or flavor is None:
+            return saved
+        return min(checkpoint.dump_s(self.job.policy, self.tasks[task_id])
+                   / self.runtime(task_id, flavor), 1.0)
 
     def spare(self, task_id, flavor):
         """The time Alg. 7 keeps before D for re-running ``task_id``.

@@ -17,6 +17,11 @@ server freezes or is lost.  Checkpoints are written to the CheckpointStore
 as the run passes them; to avoid one timer per checkpoint they are written
 at the task's next change of state (finish, freeze, kill, loss), which is
 the first moment anyone can look at them.
+
+A task asked to ``stop`` (its server has a notice) makes no more progress:
+it dumps its state as it stands, which takes one dump, and then reports
+``STOPPED``.  A server frozen or lost during the dump cuts it short and
+nothing is written but the checkpoints already passed.
 """
 from opie.bot import interfaces
 
@@ -71,6 +76,16 @@ class SimRunner(interfaces.Runner):
     def kill(self, server_id, task_id):
         self._drop(self._runs[task_id])
 
+    def stop(self, server_id, task_id):
+        r = self._runs[task_id]
+        now = self.clock.now()
+        self.clock.cancel(r.timer)
+        r.elapsed = r.elapsed_at(now)
+        r.since = None
+        self._write(r)
+        r.timer = self.clock.call_at(now + r.run.dump_s, self._stopped, r,
+                                     r.run.done_after(r.elapsed))
+
     def watch(self, callback):
         self._listeners.append(callback)
 
@@ -119,7 +134,15 @@ class SimRunner(interfaces.Runner):
         r.elapsed = r.run.wall_s
         r.since = None
         self._drop(r)
-        event = interfaces.TaskEvent(interfaces.FINISHED, r.server_id,
-                                     r.task_id)
+        self._report(interfaces.FINISHED, r)
+
+    def _stopped(self, r, fraction):
+        self.store.put(interfaces.Checkpoint(r.task_id, fraction, r.server_id,
+                                             self.clock.now()))
+        self._drop(r)
+        self._report(interfaces.STOPPED, r)
+
+    def _report(self, kind, r):
+        event = interfaces.TaskEvent(kind, r.server_id, r.task_id)
         for listener in self._listeners:
             listener(event)
