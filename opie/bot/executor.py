@@ -319,10 +319,12 @@ class Executor:
             # Told twice, or by a server the task has left: the run the
             # executor counts on is elsewhere.
             return
+        if event.kind == interfaces.STOPPED:
+            self._log('task_stopped', task=event.task_id, server=server.id)
+            self._lose(server, [event.task_id])
         del server.running[event.task_id]
         server.changed()
         if event.kind == interfaces.STOPPED:
-            self._log('task_stopped', task=event.task_id, server=server.id)
             self._migrate([event.task_id], server)
         else:
             self._ended(event.task_id, server.id)
@@ -380,22 +382,28 @@ class Executor:
 
     def _stop(self, server, task_id):
         del server.stop_timers[task_id]
-        if task_id not in server.running:
+        run = server.running.get(task_id)
+        if run is None:
             return      # it ended sooner than the executor expected
+        run.stopped = run.elapsed(self.now())
         self.runner.stop(server.id, task_id)
         self._log('task_stop', task=task_id, server=server.id)
 
     def _lose(self, server, task_ids):
-        """Journal the work of ``task_ids``' runs on preempted ``server``
-        that no checkpoint saved, before they are dropped."""
+        """Journal the work of ``task_ids``' runs on preempted (or
+        noticed) ``server`` that no checkpoint saved, before they are
+        dropped."""
         now = self.now()
         for task_id in task_ids:
             run = server.running[task_id]
             latest = self.checkpoints.latest(task_id)
             saved = max(run.run.start, latest.fraction if latest else 0.0)
             done = run.run.done_after(run.elapsed(now))
+            # To the microsecond: the executor and the runner time a run
+            # apart, and a rounding error is no lost work.
             self._log('work_lost', task=task_id, server=server.id,
-                      lost_s=max(done - saved, 0.0) * run.run.work_s,
+                      lost_s=round(max(done - saved, 0.0) * run.run.work_s,
+                                   6),
                       noticed=server.notice_at is not None)
 
     def _on_hibernated(self, server):

@@ -39,16 +39,20 @@ GONE = 'gone'
 
 
 class Running:
-    __slots__ = ('run', 'started', 'end', 'left')
+    __slots__ = ('run', 'started', 'end', 'left', 'stopped')
 
     def __init__(self, run, started):
         self.run = run
         self.started = started
         self.end = started + run.wall_s
         self.left = None     # wall time still to go, while frozen
+        self.stopped = None  # elapsed when asked to stop: no work since
 
     def elapsed(self, now):
-        """How long the run has lasted, frozen time excluded."""
+        """How long the run has lasted, frozen time excluded, up to when
+        it was asked to stop."""
+        if self.stopped is not None:
+            return self.stopped
         left = self.end - now if self.left is None else self.left
         return min(max(self.run.wall_s - left, 0.0), self.run.wall_s)
 
