@@ -47,8 +47,10 @@ Servers of the primary map are created when the job starts.  Then:
   checkpoint, unless it ends before the server goes.  A task stops once
   its checkpoint is worth a restore (:meth:`Fleet.worth_saving`, so that
   no restart outgrows what the take-over counts on), if the dump still
-  ends before the server goes; otherwise it carries on as without a
-  notice.  A server that resumes later has no notice any more.
+  ends before the server goes; a run too young for that leaves at once
+  with what it saved before (it loses less than a restore would cost);
+  only with a notice shorter than a dump does a task carry on as without
+  one.  A server that resumes later has no notice any more.
 
 Work lost to a preemption (the work since a run's last checkpoint, when
 the run dies with its server or is moved off it frozen) is journalled
@@ -364,8 +366,10 @@ class Executor:
         now = self.now()
         queue, server.waiting = server.waiting, []
         server.changed()
-        stopping = []
-        for task_id, run in server.running.items():
+        running = sorted(server.running)
+        stopping, leaving = [], []
+        for task_id in running:
+            run = server.running[task_id]
             if run.end <= at:
                 continue     # it ends before the server goes
             reach = run.run.elapsed_for(self.fleet.worth_saving(task_id))
@@ -374,10 +378,17 @@ class Executor:
                 stopping.append(task_id)
                 server.stop_timers[task_id] = self.clock.call_at(
                     when, self._stop, server, task_id)
-        self._log('server_notice', server=server.id, at=at,
-                  running=sorted(server.running), stopping=stopping,
-                  queued=len(queue))
-        self._migrate(queue, server)
+            elif now + run.run.dump_s <= at:
+                # Too young for a checkpoint worth its restore in time:
+                # what it did is less than a restore, so it leaves now.
+                leaving.append(task_id)
+        self._log('server_notice', server=server.id, at=at, running=running,
+                  stopping=stopping, leaving=leaving, queued=len(queue))
+        self._lose(server, leaving)
+        for task_id in leaving:
+            self.runner.kill(server.id, task_id)
+            del server.running[task_id]
+        self._migrate(leaving + queue, server)
         self._recheck_mtt()
 
     def _stop(self, server, task_id):
