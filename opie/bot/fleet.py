@@ -226,13 +226,15 @@ class Fleet:
         saved: a restore costs a dump, so from scratch a checkpoint must
         save a dump's worth of work on the fastest normal flavor.  The
         take-over counts on restarts no longer than that
-        (:meth:`take_over_wall`)."""
+        (:meth:`take_over_wall`).  Infinite if none is."""
         saved = self.saved[task_id]
         flavor = self.redo_flavor(task_id)
         if saved > 0 or flavor is None:
             return saved
-        return min(checkpoint.dump_s(self.job.policy, self.tasks[task_id])
-                   / self.runtime(task_id, flavor), 1.0)
+        least = (checkpoint.dump_s(self.job.policy, self.tasks[task_id])
+                 / self.runtime(task_id, flavor))
+        # A dump as long as the whole task: no checkpoint is worth it.
+        return least if least < 1.0 else math.inf
 
     def spare(self, task_id, flavor):
         """The time Alg. 7 keeps before D for re-running ``task_id``.

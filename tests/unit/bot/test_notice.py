@@ -42,6 +42,7 @@ import pytest
 
 from opie.bot import checkpoint
 from opie.bot import cli
+from opie.bot import fleet as fleet_mod
 from opie.bot import interfaces
 from opie.bot import job_map
 from opie.bot import map_choice
@@ -396,3 +397,26 @@ def test_a_notice_of_a_dump_or_more_loses_no_running_work(case):
             work = task.runtime_on(job.flavors[flavor[r['server']]])
             redo = _redo_s(job, r['task']) or work
             assert r['lost_s'] < dump * work / redo + 1e-6, r
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
+@given(st.integers(0, hads.JOBS - 1), st.data())
+def test_a_checkpoint_worth_saving_never_lengthens_a_take_over(index, data):
+    # The take-over maps a task at risk with fleet.take_over_wall: what
+    # it may take on a normal server from the fraction it has saved.  A
+    # checkpoint the notice makes it write must not make that longer, or
+    # a map the watch holds could end after D without it knowing.
+    job = hads.generate(index)
+    fleet = fleet_mod.Fleet(job)
+    task = data.draw(st.sampled_from(job.tasks))
+    fleet.saved[task.id] = data.draw(st.sampled_from([0.0, 0.3]))
+    normal = [f for f in job.flavors.values()
+              if f.limits[model.NORMAL] and task.memory_mb <= f.ram_mb]
+    bound = {f.name: fleet.take_over_wall(task.id, f) for f in normal}
+    least = fleet.worth_saving(task.id)
+    if least > 1.0:
+        return      # a dump longer than the task: it never checkpoints
+    fraction = data.draw(st.floats(least, 1.0))
+    fleet.saved[task.id] = fraction
+    for f in normal:
+        assert fleet.take_over_wall(task.id, f) <= bound[f.name] + 1e-9
