@@ -420,3 +420,20 @@ def test_a_checkpoint_worth_saving_never_lengthens_a_take_over(index, data):
     fleet.saved[task.id] = fraction
     for f in normal:
         assert fleet.take_over_wall(task.id, f) <= bound[f.name] + 1e-9
+
+
+def test_a_dump_ending_as_the_server_goes_is_written():
+    # The preemption's timer was set at the notice, before the dump's:
+    # at the same instant it runs first, and must not lose the dump.
+    w = test_sim._World(boot=0)
+    job, run = test_sim._task_run()
+    sid = w.cloud.create_server('s', job.flavors['f'], preemptible=True)
+    w.runner.start(sid, 't00', run)
+    source = preemption.TraceReplay(w.clock, w.cloud, _trace(
+        (250, preemption.TERMINATE)), notice_s=run.dump_s)
+    source.start()
+    w.at(250, w.runner.stop, sid, 't00')
+    w.clock.run(until=10000)
+    assert not [e for e in w.events if e[1] == interfaces.STOPPED]
+    assert w.store.latest('t00').fraction == pytest.approx(
+        run.done_after(250))
