@@ -389,6 +389,8 @@ class Executor:
             self.runner.kill(server.id, task_id)
             del server.running[task_id]
         self._migrate(leaving + queue, server)
+        if server.state == fleet_mod.BUSY and not server.queue():
+            self._became_idle(server)
         self._recheck_mtt()
 
     def _stop(self, server, task_id):
