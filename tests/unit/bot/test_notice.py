@@ -360,6 +360,18 @@ def test_the_deadline_guarantee_holds_with_any_notice(case):
     if _baseline_meets(index):
         assert set(done) == {t.id for t in job.tasks}
         assert hads.makespan(result) <= job.deadline_s
+    # A server is lost from its notice on, until it resumes: no task
+    # starts there or is moved there, and it steals none.
+    noticed = set()
+    for r in result.records:
+        if r['event'] == 'server_notice':
+            noticed.add(r['server'])
+        elif r['event'] == 'server_resumed':
+            noticed.discard(r['server'])
+        elif r['event'] in ('task_start', 'task_steal'):
+            assert r.get('server', r.get('dst')) not in noticed, r
+        elif r['event'] == 'task_migrate':
+            assert r['dst'] not in noticed, r
 
 
 def _redo_s(job, task_id):
