@@ -109,10 +109,11 @@ class Assigner:
         return full_limits(self.job, used, [flavor.name])
 
     def candidates(self, exclude):
-        """Idle and busy servers in Alg. 6 order, as two sorted lists."""
+        """Idle and busy servers in Alg. 6 order, as two sorted lists;
+        a server with a notice takes nothing: it is about to go."""
         idle, busy = [], []
         for s in self.fleet.servers.values():
-            if s is exclude:
+            if s is exclude or s.notice_at is not None:
                 continue
             if s.state == fleet_mod.IDLE:
                 idle.append(s)

@@ -87,6 +87,27 @@ class TaskRun:
             saved = frac
         return saved
 
+    def done_after(self, elapsed):
+        """The fraction of the work done once the run has lasted
+        ``elapsed`` seconds (the restore and the dumps do none)."""
+        left = elapsed - self.restore_s
+        done = self.start
+        for frac in self.checkpoints:
+            if left <= (frac - done) * self.work_s:
+                break
+            left -= (frac - done) * self.work_s + self.dump_s
+            done = frac
+            if left <= 0:
+                return done
+        return min(1.0, done + max(left, 0.0) / self.work_s)
+
+    def elapsed_for(self, fraction):
+        """The least time after which :meth:`done_after` reaches
+        ``fraction`` (at least ``start``)."""
+        dumps = sum(1 for frac in self.checkpoints if frac < fraction)
+        return (self.restore_s + max(fraction - self.start, 0.0)
+                * self.work_s + dumps * self.dump_s)
+
 
 def plan_run(policy, task, flavor, market, saved=0.0):
     """The run of ``task`` on a ``market`` server of ``flavor``."""

@@ -247,6 +247,9 @@ def _summary(args, job, rep, stem, simulated=False):
 def cmd_run(args):
     _check_dirs(args)
     if args.backend == 'openstack':
+        if args.notice is not None:
+            raise InputError('opie-bot run: --notice is for the simulated '
+                             'cloud (a real one gives its own)')
         _check_store(args.store)
         return _cloud_command(_run_openstack, args)
     given = [option for option, dest in CLOUD_OPTIONS
@@ -262,6 +265,7 @@ def cmd_run(args):
     stem = _report_stem(_report_dir(args), '%s-%s-seed%d' % (
         job.name, args.scenario or 'run', args.seed))
     result = backend.run(plan, seed=args.seed, mode=args.mode,
+                         notice_s=args.notice or 0.0,
                          progress=_progress(args),
                          progress_every=args.progress_every, **kwargs)
     rep = report.build(result, report.baseline(plan, backend.run))
@@ -671,22 +675,36 @@ def cmd_sim(args):
         raise InputError(str(exc)) from None
     plan = _load_plan(args)
 
+    notice = args.notice or 0.0
+
     def simulate(p, sc, seed):
-        return backend.run(p, kh=sc.kh, kr=sc.kr, seed=seed, mode=args.mode)
+        return backend.run(p, kh=sc.kh, kr=sc.kr, seed=seed, mode=args.mode,
+                           notice_s=notice)
 
     cells = stats.run_cells(plan, chosen, args.seeds, simulate)
     base = report.baseline(plan, backend.run)['cost']
-    header, body = stats.rows(cells, base)
+    # Asked for a notice, even of 0, the table shows the work lost.
+    header, body = stats.rows(cells, base, lost=args.notice is not None)
     code = EXIT_MISSED if any(c.misses for c in cells) else 0
     if _json(args):
         _print_json({'job': plan.job.name, 'mode': args.mode,
+                     'notice_s': notice,
                      'seeds': args.seeds, 'baseline_cost': base,
                      'rows': [dict(zip(header, row)) for row in body]})
         return code
-    print('%s, %s mode, %d seeds; normal-only baseline $%.3f; mean '
-          '[P10-P90]' % (plan.job.name, args.mode, args.seeds, base))
+    print('%s, %s mode%s, %d seeds; normal-only baseline $%.3f; mean '
+          '[P10-P90]' % (plan.job.name, args.mode,
+                         '' if args.notice is None
+                         else ', notice %g s' % notice, args.seeds, base))
     print(stats.text_table(header, body))
     return code
+
+
+def _notice_option(parser):
+    parser.add_argument('--notice', type=NON_NEGATIVE, metavar='SECONDS',
+                        help='announce each preemption this long before it '
+                        'comes (default 0: no notice); sim also shows the '
+                        'work lost')
 
 
 def _limit_options(parser):
@@ -795,6 +813,7 @@ def parser():
     sp.add_argument('--seed', type=arguments.whole_number(), default=0)
     sp.add_argument('--mode', choices=preemption.MODES,
                     default=preemption.HIBERNATE)
+    _notice_option(sp)
     sp.add_argument('--report-dir', metavar='DIR',
                     help='where the report goes (default: DATA_DIR/reports)')
     sp.add_argument('--progress-every', type=INTERVAL, default=120.0,
@@ -859,6 +878,7 @@ def parser():
     sp.add_argument('--seeds', type=ONE_OR_MORE, default=10)
     sp.add_argument('--mode', choices=preemption.MODES,
                     default=preemption.HIBERNATE)
+    _notice_option(sp)
     _format_option(sp)
     _limit_options(sp)
     sp.set_defaults(func=cmd_sim)

@@ -38,7 +38,23 @@ Servers of the primary map are created when the job starts.  Then:
   server resuming just before mtt can run past D).  After mtt it is idle
   and tries work stealing.
 * a normal server is deleted at its cycle end: stranded tasks try again,
-  since a normal limit just freed up.
+  since a normal limit just freed up;
+* a server has a notice (it goes at a known time, hibernated or
+  terminated: the client cannot tell which): it is lost to the job from
+  now on.  It starts nothing and takes nothing, its queued tasks migrate
+  at once (Alg. 6, as from a terminated server), and each running task
+  checkpoints and stops (``Runner.stop``), then migrates from that
+  checkpoint, unless it ends before the server goes.  A task stops once
+  its checkpoint is worth a restore (:meth:`Fleet.worth_saving`, so that
+  no restart outgrows what the take-over counts on), if the dump still
+  ends before the server goes; a run too young for that leaves at once
+  with what it saved before (it loses less than a restore would cost);
+  only with a notice shorter than a dump does a task carry on as without
+  one.  A server that resumes later has no notice any more.
+
+Work lost to a preemption (the work since a run's last checkpoint, when
+the run dies with its server or is moved off it frozen) is journalled
+per task (``work_lost``), in seconds of the run's flavor.
 
 After each event, and when the watch wakes it, the executor carries out
 the watch's verdict: hand the job over (every preemptible server is
@@ -138,6 +154,9 @@ class Executor:
             if timer is not None:
                 self.clock.cancel(timer)
                 setattr(server, name, None)
+        for timer in server.stop_timers.values():
+            self.clock.cancel(timer)
+        server.stop_timers = {}
 
     def _delete(self, server, reason):
         self._cancel(server)
@@ -290,7 +309,9 @@ class Executor:
                    interfaces.HIBERNATED: self._on_hibernated,
                    interfaces.RESUMED: self._on_resumed,
                    interfaces.TERMINATED: self._on_terminated,
-                   interfaces.BOOT_FAILED: self._on_boot_failed}[event.kind]
+                   interfaces.BOOT_FAILED: self._on_boot_failed,
+                   interfaces.NOTICE: lambda s: self._on_notice(s, event.at),
+                   }[event.kind]
         handler(server)
         self._watch()
 
@@ -300,9 +321,15 @@ class Executor:
             # Told twice, or by a server the task has left: the run the
             # executor counts on is elsewhere.
             return
+        if event.kind == interfaces.STOPPED:
+            self._log('task_stopped', task=event.task_id, server=server.id)
+            self._lose(server, [event.task_id])
         del server.running[event.task_id]
         server.changed()
-        self._ended(event.task_id, server.id)
+        if event.kind == interfaces.STOPPED:
+            self._migrate([event.task_id], server)
+        else:
+            self._ended(event.task_id, server.id)
         if self.finished:
             return
         self._dispatch(server)
@@ -329,6 +356,68 @@ class Executor:
             self._dispatch(server)
         else:
             self._became_idle(server)
+
+    def _on_notice(self, server, at):
+        """The server goes at ``at``: see the module's docstring."""
+        if (server.notice_at is not None or not server.spot
+                or server.state == fleet_mod.HIBERNATED):
+            return
+        server.notice_at = at
+        now = self.now()
+        queue, server.waiting = server.waiting, []
+        server.changed()
+        running = sorted(server.running)
+        stopping, leaving = [], []
+        for task_id in running:
+            run = server.running[task_id]
+            if run.end <= at:
+                continue     # it ends before the server goes
+            reach = run.run.elapsed_for(self.fleet.worth_saving(task_id))
+            when = now + max(reach - run.elapsed(now), 0.0)
+            if when + run.run.dump_s <= at:
+                stopping.append(task_id)
+                server.stop_timers[task_id] = self.clock.call_at(
+                    when, self._stop, server, task_id)
+            elif now + run.run.dump_s <= at:
+                # Too young for a checkpoint worth its restore in time:
+                # what it did is less than a restore, so it leaves now.
+                leaving.append(task_id)
+        self._log('server_notice', server=server.id, at=at, running=running,
+                  stopping=stopping, leaving=leaving, queued=len(queue))
+        self._lose(server, leaving)
+        for task_id in leaving:
+            self.runner.kill(server.id, task_id)
+            del server.running[task_id]
+        self._migrate(leaving + queue, server)
+        if server.state == fleet_mod.BUSY and not server.queue():
+            self._became_idle(server)
+        self._recheck_mtt()
+
+    def _stop(self, server, task_id):
+        del server.stop_timers[task_id]
+        run = server.running.get(task_id)
+        if run is None:
+            return      # it ended sooner than the executor expected
+        run.stopped = run.elapsed(self.now())
+        self.runner.stop(server.id, task_id)
+        self._log('task_stop', task=task_id, server=server.id)
+
+    def _lose(self, server, task_ids):
+        """Journal the work of ``task_ids``' runs on preempted (or
+        noticed) ``server`` that no checkpoint saved, before they are
+        dropped."""
+        now = self.now()
+        for task_id in task_ids:
+            run = server.running[task_id]
+            latest = self.checkpoints.latest(task_id)
+            saved = max(run.run.start, latest.fraction if latest else 0.0)
+            done = run.run.done_after(run.elapsed(now))
+            # To the microsecond: the executor and the runner time a run
+            # apart, and a rounding error is no lost work.
+            self._log('work_lost', task=task_id, server=server.id,
+                      lost_s=round(max(done - saved, 0.0) * run.run.work_s,
+                                   6),
+                      noticed=server.notice_at is not None)
 
     def _on_hibernated(self, server):
         self._cancel(server)
@@ -392,6 +481,7 @@ class Executor:
     def _on_resumed(self, server):
         now = self.now()
         away = server.thaw(now)
+        server.notice_at = None
         for run in server.running.values():
             run.end = now + run.left
             run.left = None
@@ -418,6 +508,7 @@ class Executor:
 
     def _on_terminated(self, server, event='server_preempted'):
         self._cancel(server)
+        self._lose(server, server.running)
         server.end(self.now())
         queue = server.queue()
         server.running.clear()
@@ -430,6 +521,7 @@ class Executor:
 
     def _dispatch(self, server):
         while (server.active and server.state == fleet_mod.BUSY
+               and server.notice_at is None
                and server.waiting and len(server.running) < server.slots):
             task_id = server.waiting[0]
             if not server.spot and not self.watch.may_start(server,
@@ -450,8 +542,9 @@ class Executor:
 
     def _became_idle(self, server):
         server.state = fleet_mod.IDLE
-        self._take_stranded(server)
-        if server.state == fleet_mod.IDLE:
+        if server.notice_at is None:
+            self._take_stranded(server)
+        if server.state == fleet_mod.IDLE and server.notice_at is None:
             self._work_steal(server)
         if server.state == fleet_mod.IDLE:
             end = server.ac_end(self.now(), self.job.policy.ac_s)
@@ -589,6 +682,7 @@ class Executor:
         queue = server.queue()
         for task_id in server.running:
             self.runner.kill(server.id, task_id)
+        self._lose(server, server.running)
         server.running.clear()
         server.waiting = []
         server.changed()
@@ -668,6 +762,8 @@ class Executor:
             if server.spot:
                 for task_id in server.running:
                     self.runner.kill(server.id, task_id)
+                if server.state == fleet_mod.HIBERNATED:
+                    self._lose(server, server.running)
                 server.running.clear()
             server.waiting = []
             server.changed()

@@ -39,13 +39,22 @@ GONE = 'gone'
 
 
 class Running:
-    __slots__ = ('run', 'started', 'end', 'left')
+    __slots__ = ('run', 'started', 'end', 'left', 'stopped')
 
     def __init__(self, run, started):
         self.run = run
         self.started = started
         self.end = started + run.wall_s
         self.left = None     # wall time still to go, while frozen
+        self.stopped = None  # elapsed when asked to stop: no work since
+
+    def elapsed(self, now):
+        """How long the run has lasted, frozen time excluded, up to when
+        it was asked to stop."""
+        if self.stopped is not None:
+            return self.stopped
+        left = self.end - now if self.left is None else self.left
+        return min(max(self.run.wall_s - left, 0.0), self.run.wall_s)
 
 
 class Server:
@@ -68,6 +77,8 @@ class Server:
         self.mtt = None
         self.mtt_timer = None
         self.ac_timer = None
+        self.notice_at = None   # when a notice says the server goes
+        self.stop_timers = {}   # task id -> when it checkpoints and stops
         self.version = 0
         self.cache = None
 
@@ -208,6 +219,22 @@ class Fleet:
                 fitting, key=lambda f: (task.runtime_on(f), f.name),
                 default=False)
         return flavor or None
+
+    def worth_saving(self, task_id):
+        """The least fraction of ``task_id``'s work whose checkpoint makes
+        no restart on a normal server longer than one from what it has
+        saved: a restore costs a dump, so from scratch a checkpoint must
+        save a dump's worth of work on the fastest normal flavor.  The
+        take-over counts on restarts no longer than that
+        (:meth:`take_over_wall`).  Infinite if none is."""
+        saved = self.saved[task_id]
+        flavor = self.redo_flavor(task_id)
+        if saved > 0 or flavor is None:
+            return saved
+        least = (checkpoint.dump_s(self.job.policy, self.tasks[task_id])
+                 / self.runtime(task_id, flavor))
+        # A dump as long as the whole task: no checkpoint is worth it.
+        return least if least < 1.0 else math.inf
 
     def spare(self, task_id, flavor):
         """The time Alg. 7 keeps before D for re-running ``task_id``.

@@ -79,6 +79,12 @@ _COUNTERS = (
     ('resume_guard_moves', 'resume-guard moves',
      'Tasks moved off a resumed server whose queue could no longer meet '
      'the deadline.'),
+    ('notices', 'preemption notices',
+     'Servers told ahead that they would be preempted: they took no new '
+     'work, and their tasks checkpointed and moved at once.'),
+    ('work_lost_s', 'work lost (s)',
+     'Seconds of task work done since the last checkpoint that a '
+     'preemption threw away, to be done again elsewhere.'),
     ('duplicate_runs', 'duplicate runs',
      'Runs that ended after another run of the same task had stored its '
      'result; their result was dropped.'),

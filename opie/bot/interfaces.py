@@ -16,6 +16,12 @@ The core (:mod:`opie.bot.executor`) only ever talks to these interfaces,
 so the same code drives the simulated cloud (:mod:`opie.bot.sim`) and a
 real one.  A backend calls the callbacks given to ``watch`` from the same
 thread that runs the clock: the core is single-threaded and never locks.
+
+A cloud that warns before it preempts (OPIE issue 26) reports a
+``NOTICE`` with the time the server goes (``ServerEvent.at``); the
+executor then asks the Runner to ``stop`` the server's tasks, each of
+which checkpoints and reports ``STOPPED``.  A backend whose cloud gives
+no notice reports none and never sees ``stop``.
 """
 import abc
 import dataclasses
@@ -27,14 +33,24 @@ HIBERNATED = 'hibernated'    # frozen by the provider, may resume
 RESUMED = 'resumed'          # back from hibernation, tasks continue
 TERMINATED = 'terminated'    # preempted for good (OPIE deletes or shelves)
 BOOT_FAILED = 'boot_failed'  # never booted (ERROR): lost, not preempted
+NOTICE = 'notice'            # will be hibernated or terminated at ``at``
 
-FINISHED = 'finished'        # the only event a Runner reports
+FINISHED = 'finished'        # the task committed its result
+STOPPED = 'stopped'          # checkpointed on request and stopped cleanly
+
+# Where OPIE's preemption notice will be read on a real cloud (issue 26,
+# server side pending): a server metadata key holding the time the
+# server goes, which the guest also reads from the metadata service
+# (meta_data.json) and the client by polling the server.  The OpenStack
+# backend does not read it yet: it reports no NOTICE.
+PREEMPT_AT_KEY = 'opie:preempt_at'
 
 
 @dataclasses.dataclass(frozen=True)
 class ServerEvent:
     kind: str
     server_id: str
+    at: typing.Optional[float] = None    # NOTICE: when the server goes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +121,12 @@ class Runner(abc.ABC):
     @abc.abstractmethod
     def kill(self, server_id: str, task_id: str) -> None:
         """Stop a task; its checkpoints stay in the CheckpointStore."""
+
+    def stop(self, server_id: str, task_id: str) -> None:
+        """Checkpoint a task where it stands, then stop it: STOPPED
+        follows once the checkpoint is in the CheckpointStore (nothing, if
+        the server goes first).  Asked only after a NOTICE."""
+        raise NotImplementedError('this backend reports no notice')
 
     @abc.abstractmethod
     def watch(self, callback: typing.Callable[[TaskEvent], None]) -> None:

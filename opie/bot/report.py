@@ -224,6 +224,9 @@ def build(result, baseline=None):
             'restores': sum(1 for r in records if r['event'] == 'task_start'
                             and r['saved'] > 0),
             'resume_guard_moves': count.get('resume_guard', 0),
+            'notices': count.get('server_notice', 0),
+            'work_lost_s': round(sum(r['lost_s'] for r in records
+                                     if r['event'] == 'work_lost'), 1),
             'duplicate_runs': count.get('task_duplicate', 0),
             'found_committed': count.get('task_found_committed', 0),
             'failed_tasks': count.get('task_failed', 0),

@@ -10,7 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Statistics over many simulated runs: mean and P10-P90 per scenario."""
+"""Statistics over many simulated runs: mean and P10-P90 per scenario.
+
+Work lost to preemptions (task-seconds no checkpoint saved, see
+:mod:`opie.bot.executor`) is a column of its own, with its ratio to the
+preemptions of the cell: the table shows them when asked (``lost``), so
+that a table without them reads as it always did.
+"""
 import dataclasses
 
 from opie.bot import report as report_mod
@@ -22,6 +28,7 @@ METRICS = (
     ('migrations', 'migrations', '%.1f'),
     ('normal', 'normal servers', '%.1f'),
 )
+LOST = ('lost', 'lost work (s)', '%.0f')
 
 
 def percentile(values, q):
@@ -48,6 +55,8 @@ def metrics(result):
         'migrations': sum(1 for r in records
                           if r['event'] == 'task_migrate'),
         'normal': sum(1 for s in rows if s['market'] == 'normal'),
+        'lost': sum(r['lost_s'] for r in records
+                    if r['event'] == 'work_lost'),
         'miss': not done or end > deadline,
     }
 
@@ -64,6 +73,12 @@ class Cell:
         values = [r[key] for r in self.runs]
         return percentile(values, 0.1), percentile(values, 0.9)
 
+    def lost_per_preemption(self):
+        """Work lost per preemption over all the cell's runs."""
+        preempted = sum(r['preemptions'] for r in self.runs)
+        return sum(r['lost'] for r in self.runs) / preempted if preempted \
+            else 0.0
+
     @property
     def misses(self):
         return sum(1 for r in self.runs if r['miss'])
@@ -76,21 +91,28 @@ def run_cells(plan, scenarios, seeds, simulate):
             for sc in scenarios]
 
 
-def rows(cells, baseline_cost=None):
-    """Header and rows of the table, as strings."""
-    header = ['scenario'] + [label for _, label, _ in METRICS] + ['misses']
+def rows(cells, baseline_cost=None, lost=False):
+    """Header and rows of the table, as strings; ``lost`` adds the work
+    lost, in all and per preemption."""
+    metrics_ = METRICS + (LOST,) if lost else METRICS
+    header = ['scenario'] + [label for _, label, _ in metrics_]
+    if lost:
+        header.append('lost/preemption (s)')
+    header.append('misses')
     if baseline_cost:
         header.insert(2, 'saving')
     out = []
     for cell in cells:
         row = [cell.scenario]
-        for key, _, fmt in METRICS:
+        for key, _, fmt in metrics_:
             lo, hi = cell.spread(key)
             row.append('%s [%s-%s]' % (fmt % cell.mean(key), fmt % lo,
                                        fmt % hi))
         if baseline_cost:
             row.insert(2, '%.0f %%' % (100 * (1 - cell.mean('cost')
                                               / baseline_cost)))
+        if lost:
+            row.append('%.1f' % cell.lost_per_preemption())
         row.append('%d/%d' % (cell.misses, len(cell.runs)))
         out.append(row)
     return header, out

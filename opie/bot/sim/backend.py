@@ -39,11 +39,15 @@ class Result:
     kr: float
     seed: int
     mode: str
+    notice_s: float = 0.0
 
 
 def run(plan, kh=0.0, kr=0.0, seed=0, mode=preemption.HIBERNATE,
-        trace=None, boot_s=None, progress=None, progress_every=120.0):
-    """Simulate ``plan``; ``progress(snapshot)`` is called periodically."""
+        trace=None, boot_s=None, progress=None, progress_every=120.0,
+        notice_s=0.0):
+    """Simulate ``plan``; ``progress(snapshot)`` is called periodically.
+    Each preemption is announced ``notice_s`` seconds before it comes
+    (:mod:`opie.bot.sim.preemption`)."""
     job = plan.job
     clock = clock_mod.SimClock()
     cloud = cloud_mod.SimCloud(
@@ -54,10 +58,11 @@ def run(plan, kh=0.0, kr=0.0, seed=0, mode=preemption.HIBERNATE,
     sched = executor.Executor(plan, clock, cloud, runner, store, journal,
                               on_done=clock.stop)
     if trace is not None:
-        source = preemption.TraceReplay(clock, cloud, trace)
+        source = preemption.TraceReplay(clock, cloud, trace, notice_s)
     else:
         source = preemption.PoissonPreemptions(
-            clock, cloud, job.flavors, kh, kr, job.deadline_s, seed, mode)
+            clock, cloud, job.flavors, kh, kr, job.deadline_s, seed, mode,
+            notice_s)
     source.start()
     sched.start()
     if progress is not None:
@@ -75,4 +80,5 @@ def run(plan, kh=0.0, kr=0.0, seed=0, mode=preemption.HIBERNATE,
     return Result(plan=plan, records=journal.records(), bill=cloud.bill(),
                   preemptions=source.events, checkpoints=store.taken,
                   finished=sched.finished, kh=kh, kr=kr, seed=seed,
-                  mode='trace' if trace is not None else mode)
+                  mode='trace' if trace is not None else mode,
+                  notice_s=notice_s)

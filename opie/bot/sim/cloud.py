@@ -17,6 +17,11 @@ create call (boot is billed, research note A10) to the delete call or the
 preemption, minus the time spent hibernated.  A server hibernated while
 booting finishes its boot once it resumes.  A preemptible server created
 while its flavor is hibernated starts hibernated, as in the authors' HEM.
+
+A preemption may come with a notice (:meth:`SimCloud.notify`): every live
+preemptible server of the flavor hears when it will go (``NOTICE``, the
+``opie:preempt_at`` metadata key of OPIE issue 26), and so does one that
+resumes while a notice of its flavor is pending.
 """
 import dataclasses
 import math
@@ -40,6 +45,7 @@ class SimServer:
     hibernated_s: float = 0.0
     ended: typing.Optional[float] = None
     boot_timer: typing.Any = None
+    preempt_at: typing.Optional[float] = None
 
     @property
     def market(self):
@@ -64,6 +70,7 @@ class SimCloud(interfaces.Cloud):
         self.boot_s = boot_s
         self.servers = {}
         self.hibernated_flavors = set()
+        self.notices = {}       # flavor name -> preemption times announced
         self._listeners = []
         self._hooks = []
 
@@ -98,8 +105,30 @@ class SimCloud(interfaces.Cloud):
                 if s.ended is None and s.preemptible
                 and s.flavor.name == flavor_name]
 
+    def notify(self, flavor_name, at):
+        """Announce that the flavor's servers go at ``at``; the hibernation
+        or termination itself follows then.  Servers already warned
+        keep the earlier time; hibernated ones hear on resuming."""
+        self.notices.setdefault(flavor_name, []).append(at)
+        hit = [s for s in self.live(flavor_name)
+               if s.hibernated_since is None and s.preempt_at is None]
+        for server in hit:
+            self._warn(server, at)
+        return len(hit)
+
+    def _warn(self, server, at):
+        server.preempt_at = at
+        self._emit(interfaces.NOTICE, server, at)
+
+    def _done_notice(self, flavor_name):
+        """A preemption of the flavor came: its notice is spent."""
+        pending = self.notices.get(flavor_name)
+        if pending and min(pending) <= self.clock.now():
+            pending.remove(min(pending))
+
     def hibernate(self, flavor_name):
         """Hibernate every live preemptible server of a flavor."""
+        self._done_notice(flavor_name)
         self.hibernated_flavors.add(flavor_name)
         hit = [s for s in self.live(flavor_name)
                if s.hibernated_since is None]
@@ -107,6 +136,7 @@ class SimCloud(interfaces.Cloud):
             if server.ended is not None:
                 continue    # deleted by the client on an earlier event
             server.hibernated_since = self.clock.now()
+            server.preempt_at = None
             if server.boot_timer is not None:
                 self.clock.cancel(server.boot_timer)
                 server.boot_timer = None
@@ -127,10 +157,14 @@ class SimCloud(interfaces.Cloud):
                 self._boot(server)
             self._tell('server_thawed', server.id)
             self._emit(interfaces.RESUMED, server)
+            pending = self.notices.get(flavor_name)
+            if pending and server.ended is None:
+                self._warn(server, min(pending))
         return len(hit)
 
     def terminate(self, flavor_name):
         """Preempt every live preemptible server of a flavor for good."""
+        self._done_notice(flavor_name)
         hit = self.live(flavor_name)
         for server in hit:
             if server.ended is not None:
@@ -174,7 +208,7 @@ class SimCloud(interfaces.Cloud):
         for hook in self._hooks:
             getattr(hook, method)(server_id)
 
-    def _emit(self, kind, server):
-        event = interfaces.ServerEvent(kind, server.id)
+    def _emit(self, kind, server, at=None):
+        event = interfaces.ServerEvent(kind, server.id, at)
         for listener in self._listeners:
             listener(event)

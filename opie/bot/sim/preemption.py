@@ -24,6 +24,15 @@ to a job does not shift the others' events.
 
 A trace is a CSV file with a header ``time_s,flavor,event`` and events
 ``hibernate``, ``resume`` or ``terminate``.
+
+With a notice of N seconds (OPIE issue 26), an event's time is when the
+cloud decides to preempt: every live server of the flavor is told then
+(:meth:`SimCloud.notify`) and hibernated or terminated N seconds later.
+A notice is the same warning in both modes.  The emulator draws a resume
+(hibernate mode) or the next decision (terminate mode) from the
+preemption itself, so a notice delays every later event too; a trace's
+resumes keep their times.  With no notice (0) decision and preemption
+are one, as in HEM.
 """
 import csv
 import dataclasses
@@ -50,10 +59,26 @@ class TraceEvent:
 class _Counting:
     """Counts flavor-level events that hit at least one server."""
 
-    def __init__(self, clock, cloud):
+    def __init__(self, clock, cloud, notice_s=0.0):
         self.clock = clock
         self.cloud = cloud
+        self.notice_s = notice_s
         self.events = []
+
+    def _decide(self, flavor, event, then=None):
+        """Preempt ``flavor`` (``event``) after the notice, then call
+        ``then(flavor)``; a resume needs no notice."""
+        if self.notice_s > 0 and event != RESUME:
+            at = self.clock.now() + self.notice_s
+            self.cloud.notify(flavor, at)
+            self.clock.call_at(at, self._preempt_now, flavor, event, then)
+        else:
+            self._preempt_now(flavor, event, then)
+
+    def _preempt_now(self, flavor, event, then):
+        self._apply(flavor, event)
+        if then is not None:
+            then(flavor)
 
     def _apply(self, flavor, event):
         action = {HIBERNATE: self.cloud.hibernate,
@@ -67,8 +92,8 @@ class _Counting:
 
 class PoissonPreemptions(_Counting):
     def __init__(self, clock, cloud, flavors, kh, kr, deadline_s, seed,
-                 mode=HIBERNATE):
-        super().__init__(clock, cloud)
+                 mode=HIBERNATE, notice_s=0.0):
+        super().__init__(clock, cloud, notice_s)
         if mode not in MODES:
             raise ValueError('mode must be one of %s' % ', '.join(MODES))
         self.rate_h = kh / deadline_s
@@ -90,7 +115,9 @@ class PoissonPreemptions(_Counting):
         self._after(name, self.rate_h, self._preempt)
 
     def _preempt(self, name):
-        self._apply(name, self.mode)
+        self._decide(name, self.mode, self._preempted)
+
+    def _preempted(self, name):
         if self.mode == TERMINATE:
             self._next_preemption(name)
         else:
@@ -102,13 +129,13 @@ class PoissonPreemptions(_Counting):
 
 
 class TraceReplay(_Counting):
-    def __init__(self, clock, cloud, events):
-        super().__init__(clock, cloud)
+    def __init__(self, clock, cloud, events, notice_s=0.0):
+        super().__init__(clock, cloud, notice_s)
         self.trace = sorted(events, key=lambda e: e.time_s)
 
     def start(self):
         for e in self.trace:
-            self.clock.call_at(e.time_s, self._apply, e.flavor, e.event)
+            self.clock.call_at(e.time_s, self._decide, e.flavor, e.event)
 
 
 class TraceError(ValueError):

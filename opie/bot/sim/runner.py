@@ -17,13 +17,19 @@ server freezes or is lost.  Checkpoints are written to the CheckpointStore
 as the run passes them; to avoid one timer per checkpoint they are written
 at the task's next change of state (finish, freeze, kill, loss), which is
 the first moment anyone can look at them.
+
+A task asked to ``stop`` (its server has a notice) makes no more progress:
+it dumps its state as it stands, which takes one dump, and then reports
+``STOPPED``.  A server frozen or lost during the dump cuts it short and
+nothing is written but the checkpoints already passed; a dump that ends
+at the very moment the server goes is written.
 """
 from opie.bot import interfaces
 
 
 class _Run:
     __slots__ = ('server_id', 'task_id', 'run', 'since', 'elapsed', 'timer',
-                 'written')
+                 'written', 'stopping')
 
     def __init__(self, server_id, task_id, run, now):
         self.server_id = server_id
@@ -33,6 +39,7 @@ class _Run:
         self.elapsed = 0.0       # before ``since``
         self.timer = None
         self.written = 0         # checkpoints already in the store
+        self.stopping = None     # fraction being dumped on a stop
 
     def elapsed_at(self, now):
         return self.elapsed + (0.0 if self.since is None else now - self.since)
@@ -71,6 +78,16 @@ class SimRunner(interfaces.Runner):
     def kill(self, server_id, task_id):
         self._drop(self._runs[task_id])
 
+    def stop(self, server_id, task_id):
+        r = self._runs[task_id]
+        now = self.clock.now()
+        self.clock.cancel(r.timer)
+        r.elapsed = r.elapsed_at(now)
+        r.since = None
+        self._write(r)
+        r.stopping = r.run.done_after(r.elapsed)
+        r.timer = self.clock.call_at(now + r.run.dump_s, self._stopped, r)
+
     def watch(self, callback):
         self._listeners.append(callback)
 
@@ -108,6 +125,10 @@ class SimRunner(interfaces.Runner):
             self.store.put(interfaces.Checkpoint(
                 r.task_id, fraction, r.server_id, self.clock.now()))
         r.written += len(due)
+        if r.stopping is not None and r.timer.when <= self.clock.now():
+            self.store.put(interfaces.Checkpoint(
+                r.task_id, r.stopping, r.server_id, self.clock.now()))
+            r.stopping = None
 
     def _drop(self, r):
         self.clock.cancel(r.timer)
@@ -119,7 +140,13 @@ class SimRunner(interfaces.Runner):
         r.elapsed = r.run.wall_s
         r.since = None
         self._drop(r)
-        event = interfaces.TaskEvent(interfaces.FINISHED, r.server_id,
-                                     r.task_id)
+        self._report(interfaces.FINISHED, r)
+
+    def _stopped(self, r):
+        self._drop(r)
+        self._report(interfaces.STOPPED, r)
+
+    def _report(self, kind, r):
+        event = interfaces.TaskEvent(kind, r.server_id, r.task_id)
         for listener in self._listeners:
             listener(event)
