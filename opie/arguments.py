@@ -55,7 +55,11 @@ def moment(text):
             % text) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=datetime.timezone.utc)
-    return value.astimezone(datetime.timezone.utc)
+    try:
+        return value.astimezone(datetime.timezone.utc)
+    except OverflowError:
+        raise argparse.ArgumentTypeError(
+            '%r is out of range once in UTC' % text) from None
 
 
 def add_os_cloud(parser, help='cloud of clouds.yaml (default: $OS_CLOUD, '

@@ -154,12 +154,16 @@ def entries(kept):
                                       host=one.host, cell=one.cell,
                                       recorded=[])
         entry['recorded'].append(one.victim)
+        owners = entry.setdefault('recorded_projects', [])
+        if one.project is not None and one.project not in owners:
+            owners.append(one.project)
     return list(found.values())
 
 
 def matches(entry, args):
     request = entry.get('request') or {}
     projects = {v.get('project_id') for v in entry.get('victims') or ()}
+    projects.update(entry.get('recorded_projects') or ())
     return ((args.project is None or args.project in projects)
             and (args.requester_project is None
                  or args.requester_project == request.get('project_id')))
@@ -195,18 +199,18 @@ def table(found):
                 '' if victim.get('uuid') in entry['recorded']
                 else '  (no opie-preempt action: spared, or not terminated)'))
         if entry.get('victims_omitted'):
-            lines.append('  ... and %d more victims' % entry[
-                'victims_omitted'])
+            lines.append('  ... and %s more victims' % _text(entry[
+                'victims_omitted']))
         for other in entry.get('runners_up') or ():
             lines.append('  runner-up %s (cost %s, %s victims): %s' % (
                 _text(other.get('host')), _num(other.get('cost')),
                 _text(other.get('victims')), _text(other.get('why_lost'))))
         if entry.get('runners_up_omitted'):
-            lines.append('  ... and %d more hosts that could take it' % (
-                entry['runners_up_omitted']))
+            lines.append('  ... and %s more hosts that could take it' % (
+                _text(entry['runners_up_omitted'])))
         for why, hosts in (entry.get('refused') or {}).items():
             lines.append('  refused by %s host%s: %s' % (
-                hosts, '' if hosts == 1 else 's', _text(why)))
+                _text(hosts), '' if hosts == 1 else 's', _text(why)))
         blocks.append('\n'.join(lines))
     return '\n\n'.join(blocks)
 

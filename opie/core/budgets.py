@@ -18,9 +18,9 @@ servers in the last ``window`` seconds may together charge at most that
 much. A preemption charges what it destroys at worst, the work its victim
 did, counted within the window: its vCPUs times its run time, the run time
 capped at the window (work older than the window is not charged again),
-rounded up to whole vCPU-minutes. Charges are integers so that the victim
-search here and Placement, which keeps the ledger and counts integers,
-agree to the unit.
+rounded up to whole vCPU-minutes, at least one. Charges are integers so
+that the victim search here and Placement, which keeps the ledger and
+counts integers, agree to the unit.
 
 A budget is a hard constraint of the victim search (:mod:`.victims`): no
 set whose charges break one is ever chosen, however cheap, and a request
@@ -36,7 +36,9 @@ MINUTE = 60.0
 
 def charge(instance, now, window):
     """vCPU-minutes a preemption of ``instance`` at ``now`` charges."""
-    minutes = math.ceil(min(instance.run_time(now), window) / MINUTE)
+    # At least a minute: one launched "after" now by this clock (clocks
+    # differ between hosts) is charged, so no skew escapes a budget.
+    minutes = max(1, math.ceil(min(instance.run_time(now), window) / MINUTE))
     # Whole vCPUs in Nova; a snapshot's fractions are rounded up.
     return math.ceil(instance.resources.vcpus * minutes)
 

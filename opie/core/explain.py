@@ -325,4 +325,28 @@ def loads(text):
         record = json.loads(text)
     except (TypeError, ValueError):
         return None
-    return record if isinstance(record, dict) else None
+    return record if _well_formed(record) else None
+
+
+# The types a kept explanation's fields must have, where present.
+_NUMBER = (int, float)
+_SHAPE = {'victims': list, 'runners_up': list, 'request': dict,
+          'refused': dict, 'victims_omitted': int,
+          'runners_up_omitted': int, 'cost': _NUMBER, 'offset': _NUMBER}
+
+
+def _well_formed(record):
+    """Is ``record`` an explanation as this module writes them (another
+    writer's, or a row edited by hand, may not be)?"""
+    if not isinstance(record, dict):
+        return False
+    for field, kind in _SHAPE.items():
+        value = record.get(field)
+        if value is not None and (not isinstance(value, kind)
+                                  or isinstance(value, bool)):
+            return False
+    return (all(isinstance(v, dict) for v in record.get('victims') or ())
+            and all(isinstance(r, dict)
+                    for r in record.get('runners_up') or ())
+            and all(isinstance(n, int) and not isinstance(n, bool)
+                    for n in (record.get('refused') or {}).values()))

@@ -48,11 +48,17 @@ class Instance:
     project_id: str = ''
     tier: int = 0
     minimum_uptime: float = 0.0
+    # When Nova created it (None: launched_at stands in). A minimum uptime
+    # counts from then: Nova sets launched_at anew on a rescue, rebuild,
+    # resize or unshelve, which its owner could repeat to stay young.
+    created_at: datetime.datetime | None = None
 
     def __post_init__(self):
-        if self.launched_at is not None:
-            # Nova hands out naive UTC datetimes, snapshots aware ones.
-            object.__setattr__(self, 'launched_at', utc(self.launched_at))
+        # Nova hands out naive UTC datetimes, snapshots aware ones.
+        for field in ('launched_at', 'created_at'):
+            moment = getattr(self, field)
+            if moment is not None:
+                object.__setattr__(self, field, utc(moment))
 
     def run_time(self, now):
         """Seconds since launch (0 for an instance not launched yet)."""
@@ -61,9 +67,16 @@ class Instance:
         return max(0.0, (utc(now) - self.launched_at).total_seconds())
 
     def protected(self, now):
-        """Is it younger than its minimum uptime (never a victim now)?"""
-        return (self.minimum_uptime > 0
-                and self.run_time(now) < self.minimum_uptime)
+        """Is it younger than its minimum uptime (never a victim now)?
+        One created after ``now`` by this clock (clocks differ between
+        hosts) is, as long as the difference lasts."""
+        if self.minimum_uptime <= 0:
+            return False
+        born = self.created_at or self.launched_at
+        if born is None:
+            return True
+        age = (utc(now) - born).total_seconds()
+        return age < self.minimum_uptime
 
 
 def utc(moment):

@@ -51,6 +51,9 @@ class Kept:
     host: str | None
     cell: str
     explanation: dict | None
+    # The victim's project, from its action row: found by ``--project``
+    # even where the explanation lists only its first victims.
+    project: str | None = None
 
 
 def read(context, since=None, until=None, host=None):
@@ -64,8 +67,8 @@ def read(context, since=None, until=None, host=None):
         with nova_context.target_cell(context, cell) as cctxt:
             found += [Kept(uuid, start.replace(tzinfo=datetime.timezone.utc),
                            where, cell.name or cell.uuid,
-                           explain.loads(details))
-                      for uuid, start, where, details in _rows(
+                           explain.loads(details), project)
+                      for uuid, start, where, details, project in _rows(
                           cctxt, _naive(since), _naive(until), host)]
     return sorted(found, key=lambda kept: (kept.time, kept.victim))
 
@@ -81,7 +84,8 @@ def _naive(moment):
 def _rows(context, since, until, host):
     action, event = models.InstanceAction, models.InstanceActionEvent
     query = context.session.query(
-        action.instance_uuid, event.start_time, event.host, event.details
+        action.instance_uuid, event.start_time, event.host, event.details,
+        action.project_id
     ).join(event, event.action_id == action.id).filter(
         action.action == ACTION, event.event == EVENT)
     if since is not None:

@@ -168,7 +168,8 @@ def core_instance(instance):
         task_state=instance.task_state,
         project_id=instance.project_id or '',
         tier=terms.tier,
-        minimum_uptime=terms.minimum_uptime)
+        minimum_uptime=terms.minimum_uptime,
+        created_at=instance.created_at)
 
 
 UNKNOWN = object()

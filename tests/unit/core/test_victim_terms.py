@@ -241,3 +241,27 @@ def test_a_fraction_of_a_vcpu_is_charged_in_full_minutes():
     assert budgets_mod.charge(half, NOW, 24 * HOUR) == 30
     assert victims.select(half.resources, [half], [1.0], now=NOW,
                           budgets=budgets(p=0)) is None
+
+
+def test_a_launch_after_now_by_this_clock_is_charged_a_minute():
+    # A compute whose clock runs ahead wrote launched_at in the
+    # scheduler's future: still charged, so no skew escapes a budget.
+    ahead = dataclasses.replace(
+        inst('ahead', res.Resources(8, 16384, 80)),
+        launched_at=NOW + datetime.timedelta(minutes=10))
+    assert budgets_mod.charge(ahead, NOW, 24 * HOUR) == 8
+
+
+def test_minimum_uptime_counts_from_creation_not_from_the_last_launch():
+    # Nova sets launched_at anew on a rescue (or rebuild, resize,
+    # unshelve): its owner could repeat one to stay young for ever.
+    rescued = dataclasses.replace(
+        inst('rescued', helpers.SMALL, minutes=1, uptime=600),
+        created_at=NOW - datetime.timedelta(hours=2))
+    assert not rescued.protected(NOW)
+    assert _names(victims.select(helpers.SMALL, [rescued], [0],
+                                 now=NOW)) == ['rescued']
+    # Created "after" now by this clock: protected while that lasts.
+    early = dataclasses.replace(rescued, created_at=NOW + datetime.timedelta(
+        minutes=30))
+    assert early.protected(NOW + datetime.timedelta(minutes=35))
