@@ -110,6 +110,33 @@ class SaturatedCut(cloud.OpieCloud):
                 self.boot('medium', '%s-P%d' % (host, i), host=host,
                           preemptible=True, minutes=minutes)
 
+    def cut_before(self, hidden):
+        """Placement's cut answer leaves ``hidden`` out (its own order
+        may not); the probe and the full query are Placement's own."""
+        real = report.SchedulerReportClient.get_allocation_candidates
+        hidden = self._get_provider_uuid_by_host(hidden)
+
+        def get_allocation_candidates(client, context, resources):
+            limit = resources._limit
+            if (limit is None or 'CUSTOM_PREEMPTIBLE_VCPU'
+                    in resources.merged_resources()):
+                return real(client, context, resources)
+            resources._limit = None
+            try:
+                found = real(client, context, resources)
+            finally:
+                resources._limit = limit
+            if found is None:
+                return found
+            requests, summaries, version = found
+            kept = [r for r in requests
+                    if hidden not in r['allocations']][:limit]
+            held = {rp for r in kept for rp in r['allocations']}
+            return (kept, {rp: s for rp, s in summaries.items()
+                           if rp in held}, version)
+        self.stub_out('nova.scheduler.client.report.SchedulerReportClient.'
+                      'get_allocation_candidates', get_allocation_candidates)
+
     def test_the_cut_answer_is_kept_when_no_host_can_be_free(self):
         queries = record_candidate_queries(self)
         server = self.boot('medium', 'normal')
@@ -127,6 +154,7 @@ class SaturatedCut(cloud.OpieCloud):
     def test_a_free_host_beyond_the_cut_is_found(self):
         self._delete_server(self.server('host-B-P0'))
         self._delete_server(self.server('host-B-P1'))
+        self.cut_before('host-B')
         queries = record_candidate_queries(self)
         server = self.boot('medium', 'normal')
 
