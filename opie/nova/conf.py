@@ -339,7 +339,8 @@ does.
 budget_opts = [
     cfg.Opt(
         'preemption_budget_vcpu_hours',
-        type=FiniteFloat(min=0),
+        # Placement holds at most 2^31 - 1 units (vCPU-minutes).
+        type=FiniteFloat(min=0, max=(2 ** 31 - 1) // 60),
         help="""
 Default preemption budget of a project: the most preempted vCPU-hours its
 preemptible servers may lose in any ``preemption_budget_window``. A

@@ -199,9 +199,10 @@ class Plan:
         if (self.budgets is None or self.request.preemptible
                 or host.free_full.covers(self.request.resources)):
             return None
-        return core_budgets.Budgets(
-            self.settings.budget_window,
-            self.budgets.of({i.project_id for i in host.preemptibles}))
+        remaining = self.budgets.of({i.project_id for i in host.preemptibles})
+        # None where no project has a budget: the search is unconstrained.
+        return remaining and core_budgets.Budgets(
+            self.settings.budget_window, remaining) or None
 
     def charges(self, victims):
         """The :class:`.ledger.Charge` of each of ``victims`` whose
