@@ -264,10 +264,12 @@ def _put_inventory(client, context, base, minutes, replace):
     held = capacity(current['inventories'])
     if held == minutes or (held is not None and not replace):
         return None
-    return _send(client, context, 'put', '%s/inventories/%s' % (
-        base, RESOURCE_CLASS), dict(
-            inventory(minutes), resource_provider_generation=current[
-                'resource_provider_generation'])) != 409
+    # The whole set (a ledger holds nothing else): PUT of one class only
+    # updates an inventory that exists.
+    return _send(client, context, 'put', base + '/inventories', {
+        'inventories': {RESOURCE_CLASS: inventory(minutes)},
+        'resource_provider_generation':
+        current['resource_provider_generation']}) != 409
 
 
 def ledgers(client, context, explicit=None):
@@ -275,9 +277,18 @@ def ledgers(client, context, explicit=None):
     an operator if ``explicit``, only the default's if False)."""
     wanted = {None: TRAIT, True: SET_TRAIT,
               False: '%s,!%s' % (TRAIT, SET_TRAIT)}[explicit]
-    found = get(client, context, '/resource_providers?required=%s'
-                % wanted)['resource_providers']
-    return {p['uuid']: p['name'][len(NAME_PREFIX):] for p in found
+    url = '/resource_providers?required=%s' % wanted
+    resp = client.get(url, version=VERSION,
+                      global_request_id=_global_id(context))
+    if resp.status_code == 400:
+        # Placement refuses a trait it does not know: no ledger was ever
+        # written (the first writes the traits).
+        return {}
+    if resp.status_code != 200:
+        raise LedgerError('GET %s: %s %s' % (url, resp.status_code,
+                                             resp.text))
+    return {p['uuid']: p['name'][len(NAME_PREFIX):]
+            for p in resp.json()['resource_providers']
             if p['name'].startswith(NAME_PREFIX)}
 
 
@@ -327,9 +338,11 @@ def listing(client, context):
 class Remaining:
     """What each project has left, as one scheduling request knows it.
 
-    Read lazily, once per project the request may charge (two GETs: the
-    ledger's inventory and usage), and kept up to date with the request's
-    own charges; read again after a refused write (:meth:`forget`).
+    Read lazily, the first time the request may charge anyone: the list
+    of ledgers (one GET), then, once per project the request may charge
+    that has one, its inventory and usage (two GETs); a project without
+    one has the whole default. Kept up to date with the request's own
+    charges; read again after a refused write (:meth:`forget`).
 
     :param default: the default budget in vCPU-minutes, or None
     """
@@ -340,14 +353,21 @@ class Remaining:
         self._default = default
         self._left = {}       # project -> vCPU-minutes left, or None
         self._ledger = set()  # projects whose ledger holds a budget
+        self._listed = None   # projects with a ledger, once listed
 
     def of(self, projects):
         """``{project: vCPU-minutes left}`` of those of ``projects`` that
         have a budget (reading those not known yet)."""
-        for project in set(projects) - set(self._left):
+        unknown = set(projects) - set(self._left)
+        if unknown and self._listed is None:
+            self._listed = set(ledgers(self._client, self._context).values())
+        for project in unknown:
             if not project:
                 # A row without its owner (none in Nova): never charged.
                 self._left[project] = None
+                continue
+            if project not in self._listed:
+                self._left[project] = self._default
                 continue
             budget, used = read(self._client, self._context, project)
             if budget is None:
@@ -369,6 +389,8 @@ class Remaining:
         for project in projects:
             self._left.pop(project, None)
             self._ledger.discard(project)
+            # Another worker may have written its ledger since the list.
+            self._listed.add(project)
 
     def ensure(self, projects):
         """Before a write charges ``projects``: those that had no ledger
@@ -398,10 +420,10 @@ class Keeper:
         is called before each deletion and must return True for the pass
         to go on."""
         now = core_host.utc(now)
-        following = ledgers(self._client, context, explicit=False)
+        every = ledgers(self._client, context)
+        following = every and ledgers(self._client, context, explicit=False)
         deleted, seen = 0, set()
-        for uuid_, project in sorted(ledgers(self._client, context).items(),
-                                     key=lambda item: item[1]):
+        for uuid_, project in sorted(every.items(), key=lambda i: i[1]):
             held = get(self._client, context,
                        '/resource_providers/%s/allocations' % uuid_)
             charges = set((held or {}).get('allocations', {}))

@@ -31,7 +31,6 @@ import datetime
 import json
 
 from nova import context as nova_context
-from nova.tests.fixtures import nova as nova_fixtures
 from oslo_utils import timeutils
 
 from opie.core import scheduling
@@ -39,14 +38,18 @@ from opie.nova import ledger
 from tests.functional import test_audit
 from tests.functional import test_preemption
 
-PROJECT = nova_fixtures.PROJECT_ID
-
 
 class Budgets(test_audit.AuditCloud):
 
-    def set_budget(self, vcpu_hours, project=PROJECT):
-        code, out, err = self.opie_manage('budget', 'set', project,
-                                          '--vcpu-hours', str(vcpu_hours))
+    def setUp(self):
+        super().setUp()
+        # The project of the servers the tests boot.
+        self.project = self.api_fixture.project_id
+
+    def set_budget(self, vcpu_hours, project=None):
+        code, out, err = self.opie_manage(
+            'budget', 'set', project or self.project, '--vcpu-hours',
+            str(vcpu_hours))
         self.assertEqual((0, ''), (code, err))
         return out
 
@@ -55,25 +58,24 @@ class Budgets(test_audit.AuditCloud):
         self.assertEqual((0, ''), (code, err))
         return {b['project_id']: b for b in json.loads(out)}
 
-    def ledger_usage(self, project=PROJECT):
-        return self._get_provider_usages(ledger.provider_uuid(project)).get(
-            ledger.RESOURCE_CLASS, 0)
+    def ledger(self, what):
+        """Placement's ``what`` of the tests' project's ledger."""
+        return self.placement.get('/resource_providers/%s/%s' % (
+            ledger.provider_uuid(self.project), what),
+            version='1.28').body[what]
 
-    def ledger_capacity(self, project=PROJECT):
-        inventory = self.placement.get(
-            '/resource_providers/%s/inventories' % ledger.provider_uuid(
-                project), version='1.28').body['inventories'][
-                    ledger.RESOURCE_CLASS]
+    def ledger_usage(self):
+        return self.ledger('usages').get(ledger.RESOURCE_CLASS, 0)
+
+    def ledger_capacity(self):
+        inventory = self.ledger('inventories')[ledger.RESOURCE_CLASS]
         return inventory['total'] - inventory['reserved']
 
-    def charges(self, project=PROJECT):
-        return self.placement.get(
-            '/resource_providers/%s/allocations' % ledger.provider_uuid(
-                project), version='1.28').body['allocations']
+    def charges(self):
+        return self.ledger('allocations')
 
-    def assert_within_budget(self, project=PROJECT):
-        self.assertLessEqual(self.ledger_usage(project),
-                             self.ledger_capacity(project))
+    def assert_within_budget(self):
+        self.assertLessEqual(self.ledger_usage(), self.ledger_capacity())
 
     def assert_refused_for_budget(self, server):
         self.assertEqual('ERROR', server['status'])
@@ -115,8 +117,8 @@ class BudgetStopsPreemption(Budgets):
         spent = self.ledger_usage()
         self.assertIn(spent, (132, 134))
         self.assert_refused_for_budget(second)
-        self.assertEqual({PROJECT: {
-            'project_id': PROJECT, 'source': 'set',
+        self.assertEqual({self.project: {
+            'project_id': self.project, 'source': 'set',
             'budget_vcpu_minutes': 180, 'spent_vcpu_minutes': spent,
             'remaining_vcpu_minutes': 180 - spent}}, self.budget_list())
 
@@ -138,7 +140,7 @@ class BudgetStopsPreemption(Budgets):
 
     def test_unset_follows_the_default_again(self):
         self.set_budget(0)
-        code, out, _ = self.opie_manage('budget', 'unset', PROJECT)
+        code, out, _ = self.opie_manage('budget', 'unset', self.project)
         self.assertEqual(0, code)
         self.assertIn('follows the default budget again', out)
         self.assertEqual({}, self.budget_list())
@@ -164,8 +166,8 @@ class DefaultBudget(Budgets):
         second = self.boot('medium', 'second', expected_state='ERROR')
 
         self.assert_refused_for_budget(second)
-        self.assertEqual({PROJECT: {
-            'project_id': PROJECT, 'source': 'default',
+        self.assertEqual({self.project: {
+            'project_id': self.project, 'source': 'default',
             'budget_vcpu_minutes': 180, 'spent_vcpu_minutes': 120,
             'remaining_vcpu_minutes': 60}}, self.budget_list())
 
