@@ -16,8 +16,10 @@ empty one, same lab, same run (issue 14).
 What is measured: the wall time for K normal servers, booted at once, to
 be accepted (Nova's API has answered every request), placed (Nova's API
 shows a host for every server: the conductor has written the scheduler's
-choice to the cell) and ACTIVE, in two phases run one after the other on
-the same running lab (``python3 tools/lab.py up``):
+choice to the cell), ACTIVE, and done end to end: ACTIVE with their
+victims gone (deleted, or shelved and offloaded: no longer running), in
+two phases run one after the other on the same running lab (``python3
+tools/lab.py up``):
 
 * stock: the lab's ``opie-scheduler`` services are replaced by Nova's own
   ``nova-scheduler``, started the same way (two services as on two
@@ -37,7 +39,9 @@ one ``POST /servers`` with its own already-authenticated novaclient (many
 independent requests, as many users booting at once, not one
 multi-create request). The clock starts before the first request; one
 admin server list every 0.2 s records when each server first has a host
-and first is ACTIVE, and a storm's times are those of its last server.
+and first is ACTIVE, and when each fill server is first gone, and a
+storm's times are those of its last server (on the empty stock cloud
+there are no victims: done is ACTIVE).
 The lab's nova-api and keystone are one gunicorn worker each and every
 boot checks keystone's unified limits (in the API and again in the
 conductor), so much of a storm's time is spent before and around the
@@ -84,6 +88,8 @@ from opie.testing import lab
 WORKERS = settings.SCHEDULERS * settings.SCHEDULER_WORKERS
 POLL_SECONDS = 0.2
 FLAVOR = 'small'
+# A victim in these states no longer runs: its room is free on the host.
+STOPPED = ('SHELVED', 'SHELVED_OFFLOADED', 'DELETED', 'SOFT_DELETED')
 
 
 def _stock_conf():
@@ -134,15 +140,17 @@ def _client(cloud):
     return nova_client.Client(lab.NOVA_VERSION, session=session)
 
 
-def _storm(count):
+def _storm(count, fill=()):
     """Boot ``count`` small servers of beta at once; seconds until Nova's
     API has accepted them all, until all have a host, until all are
-    ACTIVE."""
+    ACTIVE, and until, besides, ``count`` of the ``fill`` servers are gone
+    (each storm server displaces one of them)."""
     clients = [_client('lab-beta') for _ in range(count)]
     flavor = clients[0].flavors.find(name=FLAVOR)
     image = clients[0].glance.find_image(lab.IMAGE)
     admin = lab.nova('lab-admin')
-    placed, active = {}, {}
+    placed, active, gone = {}, {}, {}
+    victims = count if fill else 0
 
     def boot(index):
         return clients[index].servers.create(
@@ -154,7 +162,8 @@ def _storm(count):
 
     def done():
         now = time.monotonic() - t0
-        for server in admin.servers.list(search_opts={'all_tenants': 1}):
+        listed = admin.servers.list(search_opts={'all_tenants': 1})
+        for server in listed:
             if server.id not in ids:
                 continue
             if server.status == 'ERROR':
@@ -164,10 +173,15 @@ def _storm(count):
                 placed.setdefault(server.id, now)
             if server.status == 'ACTIVE':
                 active.setdefault(server.id, now)
-        return len(active) == count
-    lab.wait_for('%d servers to be ACTIVE' % count, done,
-                 interval=POLL_SECONDS)
-    return accepted, max(placed.values()), max(active.values())
+        running = {s.id for s in listed if s.status not in STOPPED}
+        for server_id in fill:
+            if server_id not in running:
+                gone.setdefault(server_id, now)
+        return len(active) == count and len(gone) >= victims
+    lab.wait_for('%d servers to be ACTIVE and %d victims gone'
+                 % (count, victims), done, interval=POLL_SECONDS)
+    ended = max(list(active.values()) + list(gone.values()))
+    return accepted, max(placed.values()), max(active.values()), ended
 
 
 def _fill():
@@ -211,7 +225,7 @@ def run(count, rounds):
         _warm_up()
         for _ in range(rounds):
             fill = _fill()
-            times = _storm(count)
+            times = _storm(count, fill)
             results['opie'].append(times + (_preempted(fill),))
             _clear()
     finally:
@@ -224,22 +238,24 @@ def report(count, results):
           'computes x %d vCPUs, %d scheduler services x %d workers' % (
               count, lab.LAB.computes, settings.COMPUTE_SIZE[0],
               settings.SCHEDULERS, settings.SCHEDULER_WORKERS))
-    row = '%-27s %10s %10s %10s  %-20s %s'
+    row = '%-27s %9s %9s %9s %9s  %-20s %s'
     print(row % ('seconds (median of rounds)', 'accepted', 'placed',
-                 'active', 'active, each round', 'preemptions'))
+                 'active', 'done', 'done, each round', 'preemptions'))
     medians = {}
     for phase, title in (('stock', 'stock Nova, empty cloud'),
                          ('opie', 'OPIE, full of preemptibles')):
         rounds = results[phase]
         medians[phase] = [statistics.median(r[i] for r in rounds)
-                          for i in range(3)]
+                          for i in range(4)]
         print(row % ((title,) + tuple('%.2f' % m for m in medians[phase])
-                     + (' '.join('%.2f' % r[2] for r in rounds),
-                        ' '.join(str(r[3]) for r in rounds)
+                     + (' '.join('%.2f' % r[3] for r in rounds),
+                        ' '.join(str(r[4]) for r in rounds)
                         if phase == 'opie' else '-')))
     print((row % (('OPIE / stock',) + tuple(
         '%.2f' % (o / s) for o, s in zip(medians['opie'], medians['stock']))
         + ('', ''))).rstrip())
+    print('done: every server ACTIVE and, for OPIE, as many victims gone '
+          '(deleted or shelved) as servers booted')
 
 
 def main():

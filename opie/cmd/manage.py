@@ -123,7 +123,8 @@ def plan_command(args):
     except ValueError as exc:
         raise errors.UsageError('--cost: %s' % exc) from None
     decision = scheduling.schedule(request, snap.hosts, model, snap.now,
-                                   args.max_victims, args.ranking)
+                                   args.max_victims, args.ranking,
+                                   snap.budgets)
     if args.format == 'json':
         print(json.dumps(_as_json(decision), indent=2))
     else:

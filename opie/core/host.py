@@ -29,7 +29,12 @@ class Instance:
 
     ``eligible`` is False for a preemptible that cannot be preempted right
     now (a task in progress, locked, being migrated or resized); such an
-    instance still occupies h_f but is never a victim.
+    instance still occupies h_f but is never a victim. Its flavor's terms
+    add two hard constraints: a preemptible younger than its
+    ``minimum_uptime`` is never a victim (:meth:`protected`), and a normal
+    request takes victims of a higher ``tier`` only where the lower tiers
+    cannot free enough. ``project_id`` is its owner's, whose preemption
+    budget it spends (:mod:`.budgets`).
     """
     uuid: str
     resources: res.Resources
@@ -40,6 +45,9 @@ class Instance:
     # Nova's task state (None: no task), for the reconciler, which tells a
     # move in progress from a victim left running.
     task_state: str | None = None
+    project_id: str = ''
+    tier: int = 0
+    minimum_uptime: float = 0.0
 
     def __post_init__(self):
         if self.launched_at is not None:
@@ -51,6 +59,11 @@ class Instance:
         if self.launched_at is None:
             return 0.0
         return max(0.0, (utc(now) - self.launched_at).total_seconds())
+
+    def protected(self, now):
+        """Is it younger than its minimum uptime (never a victim now)?"""
+        return (self.minimum_uptime > 0
+                and self.run_time(now) < self.minimum_uptime)
 
 
 def utc(moment):

@@ -23,8 +23,13 @@ Phases, named after what they do:
   score; ranking ``all-preemptibles`` is the paper's literal Algorithm 4,
   which scores a host by the cost of *all* its preemptibles and so picks
   the wrong host in the paper's own Tables 5 and 6. In both, hosts the
-  request fits come first (Algorithm 3, overcommit) and names break ties.
-* **select victims**: the chosen host's victim set (:mod:`.victims`).
+  request fits come first (Algorithm 3, overcommit), then hosts whose
+  victims are of the lowest tier (a normal request takes from the lowest
+  tier first, on every host), and names break ties.
+* **select victims**: the chosen host's victim set (:mod:`.victims`),
+  under the operator's hard constraints: minimum uptime, tiers and
+  preemption budgets. A host they leave without a set is refused with a
+  reason that names the constraint.
 """
 import dataclasses
 
@@ -50,6 +55,10 @@ class HostOption:
     victims: tuple
     cost: float
     score: float
+    # The highest tier among the victims (0 when the request fits).
+    tier: int = 0
+    # Project -> vCPU-minutes of budget the victims charge.
+    charges: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,11 +75,16 @@ NO_ROOM_FULL = 'too little free room, counting every instance (h_f)'
 NO_ROOM_NORMAL = 'too little room even without its preemptibles (h_n)'
 NO_VICTIMS = 'no eligible set of preemptibles frees enough'
 TOO_MANY_VICTIMS = 'freeing enough needs more than max_victims instances'
+TOO_YOUNG = ('only preemptibles younger than their minimum uptime could '
+             'free enough')
+OVER_BUDGET = ("only preemptibles whose project's preemption budget is "
+               "spent could free enough")
 
 
 def assess_host(request, host, cost_model, now, max_victims=None,
-                ranking=VICTIMS):
-    """Filter and score one host: ``(HostOption, '')`` or ``(None, why)``."""
+                ranking=VICTIMS, budgets=None):
+    """Filter and score one host: ``(HostOption, '')`` or ``(None, why)``.
+    ``budgets``: a :class:`~.budgets.Budgets`, or None for none."""
     if ranking not in RANKINGS:
         raise ValueError('unknown ranking %r (choose from %s)'
                          % (ranking, ', '.join(RANKINGS)))
@@ -88,41 +102,57 @@ def assess_host(request, host, cost_model, now, max_victims=None,
     shortfall = free.shortfall(wanted)
     costs = cost_model.costs(host.preemptibles, host, now)
     selection = victims_mod.select(shortfall, host.preemptibles, costs,
-                                   max_victims, host.capacity)
+                                   max_victims, host.capacity, now, budgets)
     if selection is None:
-        # Without a cap some set would do exactly when all eligible
-        # preemptibles together cover the shortfall.
-        eligible = res.total(i.resources for i in host.preemptibles
-                             if i.preemptible and i.eligible)
-        too_many = max_victims is not None and eligible.covers(shortfall)
-        return None, TOO_MANY_VICTIMS if too_many else NO_VICTIMS
+        return None, _why_no_victims(shortfall, host, costs, now,
+                                     max_victims, budgets)
     offset = cost_model.offset(shortfall, host)
     if offset:
-        selection = victims_mod.Selection(
-            selection.victims, selection.cost + offset, selection.freed)
+        selection = dataclasses.replace(selection,
+                                        cost=selection.cost + offset)
     return _option(host, False, selection, cost_model, now, ranking,
                    costs), ''
 
 
+def _why_no_victims(shortfall, host, costs, now, max_victims, budgets):
+    """Which constraint left the host without a victim set, checked from
+    the widest: the eligible instances, their minimum uptimes, the victim
+    cap, the budgets."""
+    eligible = [i for i in host.preemptibles if i.preemptible and i.eligible]
+    if not res.total(i.resources for i in eligible).covers(shortfall):
+        return NO_VICTIMS
+    if not res.total(i.resources for i in eligible
+                     if not i.protected(now)).covers(shortfall):
+        return TOO_YOUNG
+    if max_victims is None:
+        return OVER_BUDGET if budgets is not None else NO_VICTIMS
+    unbudgeted = victims_mod.select(shortfall, host.preemptibles, costs,
+                                    max_victims, host.capacity, now)
+    if unbudgeted is not None:
+        return OVER_BUDGET
+    return TOO_MANY_VICTIMS
+
+
 def _option(host, fits, selection, cost_model, now, ranking, costs=None):
     """``costs``: of the host's preemptibles, when already computed."""
-    victims = selection.victims if selection else ()
-    cost = selection.cost if selection else 0.0
+    selection = selection or victims_mod.Selection((), 0.0, res.ZERO)
     if ranking == ALL_PREEMPTIBLES:
         if costs is None:
             costs = cost_model.costs(host.preemptibles, host, now)
         score = sum(costs)
     else:
-        score = cost
-    return HostOption(host.name, fits, victims, cost, score)
+        score = selection.cost
+    return HostOption(host.name, fits, selection.victims, selection.cost,
+                      score, selection.tier, selection.charges)
 
 
-def _order(option):
-    return (not option.fits, option.score, option.host)
+def order(option):
+    """Sort key of hosts, best first: fits, lowest tier, score, name."""
+    return (not option.fits, option.tier, option.score, option.host)
 
 
 def schedule(request, hosts, cost_model, now, max_victims=None,
-             ranking=VICTIMS):
+             ranking=VICTIMS, budgets=None):
     """Pick the best host and the victims to kill there.
 
     A :class:`Decision` with ``host`` None and a one-line ``reason`` when no
@@ -131,7 +161,7 @@ def schedule(request, hosts, cost_model, now, max_victims=None,
     options, rejected = [], {}
     for host in hosts:
         option, why = assess_host(request, host, cost_model, now,
-                                  max_victims, ranking)
+                                  max_victims, ranking, budgets)
         if option is None:
             rejected.setdefault(why, []).append(host.name)
         else:
@@ -139,7 +169,7 @@ def schedule(request, hosts, cost_model, now, max_victims=None,
     if not options:
         return Decision(None, (), 0.0, [], _no_host_reason(
             request, len(hosts), rejected))
-    options.sort(key=_order)
+    options.sort(key=order)
     best = options[0]
     return Decision(best.host, best.victims, best.cost, options)
 

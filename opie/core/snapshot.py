@@ -26,8 +26,16 @@ Format (documented in ``doc/source/operator/plan.rst``)::
 
 Optional per instance: ``name`` (shown in tables and used in tie-breaks),
 ``locked`` and ``task_state`` (a locked instance or one with a task in
-progress is never a victim). Every problem is reported as a
-:class:`SnapshotError` whose message names the offending field.
+progress is never a victim), ``project_id`` (whose budget it spends).
+Optional per flavor, its terms: ``tier`` (an integer >= 0) and
+``minimum_uptime`` (seconds). Optional at the top, what is left of the
+preemption budgets at ``now``::
+
+    "budgets": {"window_seconds": 86400,
+                "remaining_vcpu_minutes": {"<project id>": 600}}
+
+Every problem is reported as a :class:`SnapshotError` whose message names
+the offending field.
 :func:`load` is the one reader of snapshot files; it refuses what a
 hostile file may hold before :func:`parse` validates the fields.
 """
@@ -36,6 +44,7 @@ import datetime
 import json
 import math
 
+from opie.core import budgets as budgets_mod
 from opie.core import host as host_mod
 from opie.core import preemptible as preemptible_mod
 from opie.core import resources as res
@@ -58,6 +67,14 @@ class Snapshot:
     now: datetime.datetime
     flavors: dict
     hosts: list
+    # opie.core.budgets.Budgets, or None when the snapshot has none.
+    budgets: object = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Terms:
+    tier: int = 0
+    minimum_uptime: float = 0.0
 
 
 def load(path):
@@ -116,18 +133,33 @@ def _constant(name):
 def parse(data):
     _expect(data, dict, 'snapshot', 'an object')
     now = _timestamp(_field(data, 'now', 'snapshot'), 'now')
-    flavors = _flavors(_field(data, 'flavors', 'snapshot'))
+    flavors, terms = _flavors(_field(data, 'flavors', 'snapshot'))
     hosts_data = _field(data, 'hosts', 'snapshot')
     _expect(hosts_data, list, 'hosts', 'a list')
     hosts, names, uuids = [], set(), set()
     for index, item in enumerate(hosts_data):
-        host = _host(item, 'hosts[%d]' % index, flavors, uuids)
+        host = _host(item, 'hosts[%d]' % index, flavors, terms, uuids)
         if host.name in names:
             raise SnapshotError('hosts[%d].name: host %r appears twice'
                                 % (index, host.name))
         names.add(host.name)
         hosts.append(host)
-    return Snapshot(now, flavors, hosts)
+    return Snapshot(now, flavors, hosts, _budgets(data.get('budgets')))
+
+
+def _budgets(data):
+    if data is None:
+        return None
+    _expect(data, dict, 'budgets', 'an object')
+    window = _number(data, 'window_seconds', 'budgets', positive=True)
+    remaining = data.get('remaining_vcpu_minutes', {})
+    _expect(remaining, dict, 'budgets.remaining_vcpu_minutes',
+            'an object of project id: vCPU-minutes')
+    for project, minutes in remaining.items():
+        _expect(minutes, int, 'budgets.remaining_vcpu_minutes.%s' % project,
+                'a whole number of vCPU-minutes')
+        _number(remaining, project, 'budgets.remaining_vcpu_minutes')
+    return budgets_mod.Budgets(window, remaining)
 
 
 def _field(obj, key, where):
@@ -177,15 +209,20 @@ def _resources(obj, where, cpu='vcpus', ram='memory_mb', disk='disk_gb'):
 def _flavors(data):
     _expect(data, dict, 'flavors', 'an object of name: {vcpus, memory_mb, '
             'disk_gb}')
-    flavors = {}
+    flavors, terms = {}, {}
     for name, spec in data.items():
         where = 'flavors.%s' % name
         _expect(spec, dict, where, 'an object')
         flavors[name] = _resources(spec, where)
-    return flavors
+        tier = spec.get('tier', 0)
+        _expect(tier, int, where + '.tier', 'a whole number >= 0')
+        terms[name] = _Terms(_number(spec, 'tier', where, default=0),
+                             _number(spec, 'minimum_uptime', where,
+                                     default=0.0))
+    return flavors, terms
 
 
-def _host(data, where, flavors, uuids):
+def _host(data, where, flavors, terms, uuids):
     _expect(data, dict, where, 'an object')
     name = _field(data, 'name', where)
     _expect(name, str, where + '.name', 'a string')
@@ -198,12 +235,12 @@ def _host(data, where, flavors, uuids):
     instances_data = data.get('instances', [])
     _expect(instances_data, list, where + '.instances', 'a list')
     instances = [_instance(item, '%s.instances[%d]' % (where, i), flavors,
-                           uuids)
+                           terms, uuids)
                  for i, item in enumerate(instances_data)]
     return host_mod.Host.from_instances(name, capacity, instances)
 
 
-def _instance(data, where, flavors, uuids):
+def _instance(data, where, flavors, terms, uuids):
     _expect(data, dict, where, 'an object')
     uuid = _field(data, 'uuid', where)
     _expect(uuid, str, where + '.uuid', 'a string')
@@ -232,7 +269,11 @@ def _instance(data, where, flavors, uuids):
         _expect(task_state, str, where + '.task_state', 'a string or null')
     name = data.get('name', '')
     _expect(name, str, where + '.name', 'a string')
+    project_id = data.get('project_id', '')
+    _expect(project_id, str, where + '.project_id', 'a string')
     return host_mod.Instance(uuid, flavors[flavor], preemptible, launched,
                              eligible=preemptible_mod.may_be_victim(
                                  locked_by if locked else None, task_state),
-                             name=name)
+                             name=name, project_id=project_id,
+                             tier=terms[flavor].tier,
+                             minimum_uptime=terms[flavor].minimum_uptime)

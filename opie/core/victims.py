@@ -31,10 +31,30 @@ without enumerating them:
   rest) cannot beat the best set found so far. A greedy set seeds that
   bound.
 
+Three hard constraints come from the operator's terms, and no cost ever
+outweighs them:
+
+* **Minimum uptime**: a preemptible younger than its flavor's minimum
+  uptime is never a victim (it is left out of the pool).
+* **Tiers**: a set that takes only from lower tiers beats any set that
+  takes from a higher one. The search runs on tier 0, then on tiers 0 and
+  1, and so on, and keeps the first set found: the cheapest among those
+  whose highest tier is the lowest possible.
+* **Budgets** (:mod:`.budgets`): the charges of a set's victims add up,
+  per project, to at most what the project's budget still allows. An
+  instance whose charge alone breaks its budget is left out of the pool;
+  a project whose instances together fit its budget constrains nothing.
+  Only the instances of the remaining projects differ by more than cost,
+  so for those the search groups instances by vector, project *and*
+  charge (still interchangeable but for cost) and stops taking from a
+  project once its budget is spent. The bounds below ignore budgets, which
+  only makes them weaker, never wrong.
+
 Ties are broken deterministically: fewer victims, then less leftover (what
 the set frees beyond the shortfall, as a share of ``scale``), then the
-victims' names. :func:`brute_force` is the literal algorithm, kept as the
-reference the search is proven equal to (tests and benchmarks).
+victims' names. :func:`brute_force` is the literal algorithm with the
+constraints checked set by set, kept as the reference the search is proven
+equal to (tests and benchmarks).
 """
 import dataclasses
 import itertools
@@ -51,6 +71,10 @@ class Selection:
     victims: tuple
     cost: float
     freed: res.Resources
+    # The highest tier among the victims (0 when there are none).
+    tier: int = 0
+    # Project -> vCPU-minutes the set charges (empty without budgets).
+    charges: dict = dataclasses.field(default_factory=dict)
 
 
 def label(instance):
@@ -81,116 +105,209 @@ def _better(cost, key, best_cost, best_key):
     return cost <= best_cost + tol and key < best_key
 
 
-def _pool(candidates, costs):
-    """Eligible preemptibles with their costs, cheapest (then name) first."""
-    pool = [(c, label(i), i) for i, c in zip(candidates, costs)
-            if i.preemptible and i.eligible]
-    for cost, name, _ in pool:
+def _pool(candidates, costs, now, budgets):
+    """Eligible preemptibles as ``(cost, name, instance, charge)``,
+    cheapest (then name) first: none younger than its minimum uptime, none
+    whose charge alone breaks its project's budget."""
+    if now is None and (budgets is not None or any(
+            i.minimum_uptime for i in candidates)):
+        raise ValueError('minimum uptimes and budgets need the time of the '
+                         'decision (now)')
+    pool = []
+    for instance, cost in zip(candidates, costs):
+        if not (instance.preemptible and instance.eligible):
+            continue
+        name = label(instance)
         if cost < 0 or math.isnan(cost):
             raise ValueError('preemption cost of %s is %r: costs must be '
                              'numbers >= 0' % (name, cost))
+        if instance.protected(now) if now is not None else False:
+            continue
+        charge = 0
+        if budgets is not None:
+            charge = budgets.charge(instance, now)
+            limit = budgets.limit(instance.project_id)
+            if limit is not None and charge > limit:
+                continue
+        pool.append((cost, name, instance, charge))
     pool.sort(key=lambda t: (t[0], t[1]))
     return pool
 
 
-def brute_force(shortfall, candidates, costs, max_victims=None, scale=None):
-    """Algorithm 5 as written: every subset. Exponential; reference only."""
-    pool = _pool(candidates, costs)
+def _constrained(pool, budgets):
+    """Project -> limit, for the projects whose budget the pool's
+    instances together would break (the only ones a set can break)."""
+    if budgets is None:
+        return {}
+    charged = {}
+    for _, _, instance, charge in pool:
+        project = instance.project_id
+        charged[project] = charged.get(project, 0) + charge
+    return {project: budgets.limit(project)
+            for project, total in charged.items()
+            if budgets.limit(project) is not None
+            and total > budgets.limit(project)}
+
+
+def _fits_budgets(entries, constrained):
+    spent = {}
+    for _, _, instance, charge in entries:
+        project = instance.project_id
+        if project in constrained:
+            spent[project] = spent.get(project, 0) + charge
+            if spent[project] > constrained[project]:
+                return False
+    return True
+
+
+def _selection(entries, cost, budgets):
+    charges = {}
+    if budgets is not None:
+        for _, _, instance, charge in entries:
+            charges[instance.project_id] = (
+                charges.get(instance.project_id, 0) + charge)
+    return Selection(tuple(e[2] for e in entries), cost,
+                     res.total(e[2].resources for e in entries),
+                     max((e[2].tier for e in entries), default=0), charges)
+
+
+def _tiers(pool):
+    """``(tier, the pool's instances of that tier or lower)``, lowest
+    tier first."""
+    for tier in sorted({entry[2].tier for entry in pool}):
+        yield tier, [entry for entry in pool if entry[2].tier <= tier]
+
+
+def brute_force(shortfall, candidates, costs, max_victims=None, scale=None,
+                now=None, budgets=None):
+    """Algorithm 5 as written, every subset, with the constraints checked
+    set by set. Exponential; reference only."""
+    pool = _pool(candidates, costs, now, budgets)
     if shortfall.is_zero():
         return Selection((), 0.0, res.ZERO)
     scale = scale or _pool_total(pool)
+    constrained = _constrained(pool, budgets)
     limit = len(pool) if max_victims is None else min(max_victims, len(pool))
-    best = best_cost = best_key = None
+    best = best_cost = best_key = best_tier = None
     for size in range(1, limit + 1):
         for combo in itertools.combinations(pool, size):
             freed = res.total(p[2].resources for p in combo)
-            if not freed.covers(shortfall):
+            if (not freed.covers(shortfall)
+                    or not _fits_budgets(combo, constrained)):
                 continue
+            tier = max(p[2].tier for p in combo)
+            if best_tier is not None and tier > best_tier:
+                continue
+            if best_tier is not None and tier < best_tier:
+                best_cost = None
             cost = sum(p[0] for p in combo)
             key = (size, _leftover(freed, shortfall, scale),
                    tuple(sorted(p[1] for p in combo)))
             if _better(cost, key, best_cost, best_key):
-                best, best_cost, best_key = combo, cost, key
+                best, best_cost, best_key, best_tier = combo, cost, key, tier
     if best is None:
         return None
-    return Selection(tuple(p[2] for p in best), best_cost,
-                     res.total(p[2].resources for p in best))
+    return _selection(best, best_cost, budgets)
 
 
 class _Group:
-    """The instances sharing one resource vector, cheapest first."""
+    """Instances interchangeable but for their cost, cheapest first: one
+    resource vector (and, under a budget they could break, one project
+    and one charge)."""
 
-    def __init__(self, vector, members):
+    def __init__(self, vector, members, project=None, charge=0):
         self.vector = vector
-        self.members = members          # [(cost, name, instance)]
+        self.members = members          # [(cost, name, instance, charge)]
+        self.project = project          # None: no budget to watch
+        self.charge = charge
         self.costs = [m[0] for m in members]
         # The cost of the cheapest j, for every j.
         self.prefix = list(itertools.accumulate(self.costs, initial=0.0))
 
 
-def select(shortfall, candidates, costs, max_victims=None, scale=None):
-    """The minimum-cost set of eligible preemptibles covering ``shortfall``.
+def select(shortfall, candidates, costs, max_victims=None, scale=None,
+           now=None, budgets=None):
+    """The best set of eligible preemptibles covering ``shortfall``.
 
     ``candidates`` are core Instances and ``costs`` their preemption costs
     (same order, each >= 0); normal and ineligible instances are skipped.
     ``max_victims`` caps the set's size and ``scale`` (usually the host's
-    capacity) normalises leftover in tie-breaks. Returns a
-    :class:`Selection` (empty when nothing is lacking) or None when no
-    allowed set covers the shortfall.
+    capacity) normalises leftover in tie-breaks. ``now`` is the time of
+    the decision (needed for minimum uptimes and budgets), ``budgets`` a
+    :class:`~.budgets.Budgets` or None. Returns a :class:`Selection`
+    (empty when nothing is lacking): of the lowest highest tier, then the
+    cheapest; or None when no allowed set covers the shortfall.
     """
-    pool = _pool(candidates, costs)
+    pool = _pool(candidates, costs, now, budgets)
     if shortfall.is_zero():
         return Selection((), 0.0, res.ZERO)
     if max_victims is not None and max_victims <= 0:
         return None
     scale = scale or _pool_total(pool)
-    return (_lone_victim(shortfall, pool, scale)
-            or _Search(shortfall, pool, max_victims, scale).run())
+    for _, tiered in _tiers(pool):
+        found = (_lone_victim(shortfall, tiered, scale, budgets)
+                 or _Search(shortfall, tiered, max_victims, scale,
+                            budgets).run())
+        if found is not None:
+            return found
+    return None
 
 
-def _lone_victim(shortfall, pool, scale):
+def _lone_victim(shortfall, pool, scale, budgets):
     """The answer when one instance is provably enough, else None.
 
     Any set of two or more victims costs at least the two cheapest costs
     of the pool together; a lone victim costing no more wins (on a tie it
     has fewer victims). Among lone victims of the cheapest cost, the tie
     break is leftover, then name. Most requests are one flavor, so most
-    hosts are settled here without a search.
+    hosts are settled here without a search. (Each instance of the pool
+    fits its budget alone.)
     """
     best = None
-    for cost, name, instance in pool:       # cheapest first
+    for entry in pool:       # cheapest first
+        cost, name, instance, _ = entry
         if best is not None and cost > best[0] + _tolerance(best[0]):
             break
         if instance.resources.covers(shortfall):
             key = (_leftover(instance.resources, shortfall, scale), name)
             if best is None or key < best[1]:
-                best = (cost, key, instance)
+                best = (cost, key, entry)
     if best is None:
         return None
-    cost, _, instance = best
+    cost, _, entry = best
     if len(pool) > 1 and cost > pool[0][0] + pool[1][0] + _tolerance(cost):
         return None
-    return Selection((instance,), cost, instance.resources)
+    return _selection((entry,), cost, budgets)
 
 
 class _Search:
-    def __init__(self, shortfall, pool, max_victims, scale):
+    def __init__(self, shortfall, pool, max_victims, scale, budgets):
         self.shortfall = shortfall
         self.scale = scale
         self.pool = pool
+        self.budgets = budgets
         self.max_victims = len(pool) if max_victims is None else max_victims
-        by_vector = {}
+        self.left = _constrained(pool, budgets)
+        by_key = {}
         for entry in pool:
-            by_vector.setdefault(entry[2].resources, []).append(entry)
+            by_key.setdefault(self._group_key(entry), []).append(entry)
         # Big vectors first: they cover the need with few victims, which
         # finds good sets early and tightens the bound.
         self.groups = sorted(
-            (_Group(v, m) for v, m in by_vector.items()),
+            (_Group(key[0], members, *key[1:])
+             for key, members in by_key.items()),
             key=lambda g: g.vector.share(scale), reverse=True)
-        self.rank = {g.vector: gi for gi, g in enumerate(self.groups)}
+        self.rank = {(g.vector, g.project, g.charge): gi
+                     for gi, g in enumerate(self.groups)}
         self._prepare_bounds()
         self.best_counts = self.best_cost = self.best_key = None
         self.limit = math.inf
+
+    def _group_key(self, entry):
+        _, _, instance, charge = entry
+        if instance.project_id in self.left:
+            return (instance.resources, instance.project_id, charge)
+        return (instance.resources, None, 0)
 
     def _prepare_bounds(self):
         """Per suffix of groups: the largest vector per dimension, the
@@ -240,8 +357,7 @@ class _Search:
         for group, count in zip(self.groups, self.best_counts):
             victims.extend(e for e in group.members[:count])
         victims.sort(key=lambda e: (e[0], e[1]))
-        return Selection(tuple(e[2] for e in victims), self.best_cost,
-                         res.total(e[2].resources for e in victims))
+        return _selection(victims, self.best_cost, self.budgets)
 
     def _key(self, counts):
         """Tie-break key of the set ``counts`` describes."""
@@ -276,9 +392,19 @@ class _Search:
         """Cheapest instances first until covered: an upper bound."""
         counts = [0] * len(self.groups)
         need = self.shortfall
-        for _, _, instance in self.pool[:self.max_victims]:
-            counts[self.rank[instance.resources]] += 1
-            need = need - instance.resources
+        left = dict(self.left)
+        taken = 0
+        for entry in self.pool:
+            if taken == self.max_victims:
+                return
+            key = self._group_key(entry)
+            if key[1] is not None:
+                if left[key[1]] < key[2]:
+                    continue
+                left[key[1]] -= key[2]
+            counts[self.rank[key]] += 1
+            taken += 1
+            need = need - entry[2].resources
             if res.ZERO.covers(need):
                 self._consider(counts, sum(
                     g.prefix[c] for g, c in zip(self.groups, counts)))
@@ -301,8 +427,12 @@ class _Search:
         group = self.groups[gi]
         cpu, ram, disk = group.vector
         prefix = group.prefix
-        for c in range(min(len(group.members),
-                           self.max_victims - taken) + 1):
+        most = min(len(group.members), self.max_victims - taken)
+        project, charge = group.project, group.charge
+        if project is not None and charge:
+            # What the project's budget still allows of this group.
+            most = min(most, self.left[project] // charge)
+        for c in range(most + 1):
             total_cost = cost + prefix[c]
             if total_cost > self.limit:
                 break
@@ -314,6 +444,10 @@ class _Search:
                 self._consider(counts, total_cost)
                 counts.pop()
                 break
+            if project is not None:
+                self.left[project] -= c * charge
             self._dfs(gi + 1, rest_cpu, rest_ram, rest_disk, total_cost,
                       taken + c, counts)
+            if project is not None:
+                self.left[project] += c * charge
             counts.pop()

@@ -39,6 +39,7 @@ instances listed on a host exceed what Placement counts there, the host's
 allocations are read (one request) and such instances are left out.
 """
 import collections
+import copy
 import dataclasses
 import datetime
 
@@ -117,6 +118,27 @@ def any_fits(summaries, amounts):
         if (capacity - used).covers(need):
             return True
     return False
+
+
+def fit_probe(resources):
+    """A copy of Nova's ResourceRequest ``resources`` asking for the
+    request's h_f need (standard and preemptible amounts summed) in both
+    the standard and the preemptible classes, or None when the request
+    has numbered or named groups (the need could not be put in one
+    group)."""
+    if resources.get_num_of_suffixed_groups():
+        return None
+    probe = copy.deepcopy(resources)
+    group = probe.get_request_group(None)
+    need = summed(group.resources)
+    for std, custom, amount in zip(preemptible.STANDARD, preemptible.CUSTOM,
+                                   need):
+        group.resources.pop(std, None)
+        group.resources.pop(custom, None)
+        if amount:
+            group.resources[std] = amount
+            group.resources[custom] = amount
+    return probe
 
 
 def request_of(spec_obj):

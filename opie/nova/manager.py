@@ -31,9 +31,11 @@ host would lose. Then, phase by phase:
   each is at most as new as the usage the request will decide on;
 * **filter and score**: hosts where the request fits h_f, or where the
   cheapest sufficient victim set covers the shortfall, ranked by what
-  would be terminated; the preemptibles of the hosts the request does not
-  fit come from the process's cache (:mod:`.instance_cache`), brought up
-  to date with one query per cell;
+  would be terminated, and then, as a hard rule over Nova's weights,
+  hosts whose victims are of a lower tier before those of a higher one
+  (:meth:`.plan.Plan.lowest_tier_first`); the preemptibles of the hosts
+  the request does not fit come from the process's cache
+  (:mod:`.instance_cache`), brought up to date with one query per cell;
 * **reserve**: as Nova claims the best host for each instance, OPIE makes
   that claim one compare-and-swap on the host (:mod:`.claim`): the
   instance's allocations, its victims emptied, and the host token at the
@@ -53,10 +55,16 @@ host would lose. Then, phase by phase:
   (:meth:`OpieSchedulerManager._give_back`), terminates nothing else, and
   its ``NoValidHost`` says why.
 
-Placement's answer may be cut at ``[scheduler] max_placement_results``;
-when none of the hosts it returned fits h_f, the candidates are fetched
-again without the limit, so that no host is preempted (or no preemptible
-request refused) while a host Placement did not return is free.
+Placement's answer may be cut at ``[scheduler] max_placement_results``.
+When none of the hosts it returned fits h_f, one probe of the same limit
+asks for the request in the standard and the preemptible classes at once:
+every host with free room is among its answers. When it returns none that
+fits, and fewer than the limit, no host is free: the cut answer stands (a
+sample, as Nova ranks a sample) and victims are chosen among it. Otherwise
+the candidates are fetched again without the limit. So no host is
+preempted (or no preemptible request refused) while a host Placement did
+not return is free, and a saturated cloud pays one small probe instead of
+a second full query.
 
 Rebuilds never preempt; moves may if ``[opie] preempt_on_move`` lists them
 (evacuate and unshelve by default). The cell conductor gets Nova's
@@ -199,6 +207,12 @@ class OpieSchedulerManager(manager.SchedulerManager):
             plan.add(record or hoststate.record_from_host_state(host_state))
         return iter(host_states)
 
+    def _get_sorted_hosts(self, spec_obj, host_states, index):
+        hosts = super()._get_sorted_hosts(spec_obj, host_states, index)
+        plan = plan_mod.current()
+        # Weighers are soft (their weights add up); tiers are not.
+        return plan.lowest_tier_first(hosts) if plan else hosts
+
     def _consume_selected_host(self, selected_host, spec_obj,
                                instance_uuid=None):
         super()._consume_selected_host(selected_host, spec_obj,
@@ -317,13 +331,34 @@ class ClaimingClient:
         if (found is None or found[0] is None or limit is None
                 or len(found[0]) < limit
                 or hoststate.any_fits(found[1],
-                                      resources.merged_resources())):
+                                      resources.merged_resources())
+                or not self._maybe_free_elsewhere(context, resources)):
             return found
         LOG.info('OPIE: Placement returned %d candidates, the limit, and '
                  'none fits with every instance counted; asking for all',
                  limit)
         resources._limit = None
         return self._client.get_allocation_candidates(context, resources)
+
+    def _maybe_free_elsewhere(self, context, resources):
+        """Could a host Placement's cut answer left out have free room
+        (h_f)? Asked with one probe of the same limit, not a second full
+        query: a host with free room has it in the standard classes and
+        in the preemptible ones separately (both have the same capacity,
+        :mod:`opie.core.provider_config`), so it is among the candidates
+        for the request in both kinds of class at once. None of those:
+        no host is free, and the cut answer stands, Placement's sample of
+        hosts, as Nova's weighers rank a sample; OPIE ranks victims among
+        it. Some that fit, or a probe cut at the limit too: maybe."""
+        probe = hoststate.fit_probe(resources)
+        if probe is None:
+            return True
+        found = self._client.get_allocation_candidates(context, probe)
+        if found is None or found[0] is None:
+            return True
+        return (len(found[0]) >= probe._limit
+                or hoststate.any_fits(found[1],
+                                      resources.merged_resources()))
 
     def claim_resources(self, context, consumer_uuid, alloc_request,
                         project_id, user_id, allocation_request_version,

@@ -169,6 +169,18 @@ class Plan:
             self._options[record.uuid] = option
         return self._options[record.uuid]
 
+    def lowest_tier_first(self, host_states):
+        """``host_states`` as Nova's weighers sorted them, except that a
+        host whose victims are of a higher tier goes after every host
+        whose victims are of a lower one: a normal request takes from the
+        lowest tier first, on every host. The sort is stable, so Nova's
+        weighers still order the hosts of one tier; a host the request
+        fits counts as tier 0 (the overcommit weigher puts it first)."""
+        def tier(host_state):
+            option = self.option(host_state)
+            return 0 if option is None else option.tier
+        return sorted(host_states, key=tier)
+
     def passes(self, host_state):
         return self.option(host_state) is not None
 

@@ -63,6 +63,7 @@ interruption rates as extra specs (:meth:`Reconciler.publish_rates`,
 seconds: at its first pass, then whenever that much time has passed since
 it last did.
 """
+import dataclasses
 import datetime
 
 from oslo_log import log as logging
@@ -276,11 +277,8 @@ class Reconciler:
         excess = _excess(host)
         if excess.is_zero():
             return None
-        costs = self.settings.cost_model.costs(host.preemptibles, host, now)
-        # No cap on the victims of a repair: [opie] max_victims bounds
-        # what one request may cost others, an overcommit must go.
-        selection = victims_mod.select(excess, host.preemptibles, costs,
-                                       None, host.capacity)
+        selection = _repair_victims(self.settings.cost_model, host, excess,
+                                    now)
         if selection is None:
             LOG.warning('OPIE: host %s is over capacity by %s and no '
                         'eligible preemptible set covers it', record.host,
@@ -315,3 +313,26 @@ class Reconciler:
             record.host, record.nodename, tuple(victims),
             sum(self.settings.cost_model.instance_cost(v, host, now)
                 for v in victims), provider_uuid=record.uuid)
+
+
+def _repair_victims(cost_model, host, excess, now):
+    """The victims of a repair. No cap on their number: ``[opie]
+    max_victims`` bounds what one request may cost others, an overcommit
+    must go. For the same reason minimum uptimes are kept where any set
+    without a young preemptible covers the excess, and broken (logged)
+    only where none does. Tiers order the choice as for a request;
+    budgets do not bound it."""
+    costs = cost_model.costs(host.preemptibles, host, now)
+    selection = victims_mod.select(excess, host.preemptibles, costs, None,
+                                   host.capacity, now)
+    if selection is not None:
+        return selection
+    unprotected = [dataclasses.replace(i, minimum_uptime=0.0)
+                   for i in host.preemptibles]
+    selection = victims_mod.select(excess, unprotected, costs, None,
+                                   host.capacity, now)
+    if selection is not None:
+        LOG.warning('OPIE: host %s is over capacity by %s and only '
+                    'preemptibles younger than their minimum uptime cover '
+                    'it: preempting them', host.name, excess)
+    return selection

@@ -17,9 +17,29 @@ With ``[scheduler] max_placement_results`` and no randomisation, Placement
 returns the same first hosts every time; every host looks free in the
 class a request asks for, so the free hosts may be the ones cut.
 """
+import urllib.parse
+
 from nova.scheduler.client import report
 
 from opie.testing import cloud
+
+
+def record_candidate_queries(test):
+    """The ``limit`` of every ``GET /allocation_candidates`` of Nova's
+    report client, in order (None: unlimited), and the classes asked."""
+    queries = []
+    real = report.SchedulerReportClient.get
+
+    def get(client, url, *args, **kwargs):
+        path, _, query = url.partition('?')
+        if path == '/allocation_candidates':
+            params = urllib.parse.parse_qs(query)
+            queries.append((int(params['limit'][0]) if 'limit' in params
+                            else None, params['resources'][0]))
+        return real(client, url, *args, **kwargs)
+    test.stub_out('nova.scheduler.client.report.SchedulerReportClient.get',
+                  get)
+    return queries
 
 
 class TruncatedCandidates(cloud.OpieCloud):
@@ -60,16 +80,60 @@ class TruncatedCandidates(cloud.OpieCloud):
                       'get_allocation_candidates', get_allocation_candidates)
 
     def test_normal_request_goes_to_the_free_host_without_preempting(self):
+        queries = record_candidate_queries(self)
         server = self.boot('medium', 'normal')
 
         self.assertEqual(self.free, server['OS-EXT-SRV-ATTR:host'])
         self.assertEqual([], self.preempt_notifications())
+        # The probe found room somewhere in both classes and could not
+        # rule out a free host: everything was asked for.
+        self.assertEqual([None, None, None], [q[0] for q in queries])
 
     def test_preemptible_request_goes_to_the_free_host(self):
         server = self.boot('small', 'late', preemptible=True)
 
         self.assertEqual(self.free, server['OS-EXT-SRV-ATTR:host'])
         self.assert_within_capacity()
+
+
+class SaturatedCut(cloud.OpieCloud):
+    """Both hosts full of preemptibles, Placement's answer cut at one host:
+    the probe proves no host has free room (none has room left in the
+    preemptible classes), so the cut answer is kept and no second full
+    query is made; the request preempts on the host Placement returned."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(max_placement_results=1, group='scheduler')
+        for host in ('host-A', 'host-B'):
+            for i, minutes in enumerate((70, 80, 90, 100)):
+                self.boot('medium', '%s-P%d' % (host, i), host=host,
+                          preemptible=True, minutes=minutes)
+
+    def test_the_cut_answer_is_kept_when_no_host_can_be_free(self):
+        queries = record_candidate_queries(self)
+        server = self.boot('medium', 'normal')
+
+        self.assertEqual('ACTIVE', server['status'])
+        self.wait_for_terminations()
+        self.assertEqual(1, len(self.victim_uuids()))
+        self.assertEqual([1, 1], [q[0] for q in queries])
+        # The probe asks for the request in both kinds of class.
+        self.assertIn('CUSTOM_PREEMPTIBLE_VCPU:2', queries[1][1])
+        self.assertIn('VCPU:2', queries[1][1].replace(
+            'CUSTOM_PREEMPTIBLE_VCPU', ''))
+        self.assert_within_capacity()
+
+    def test_a_free_host_beyond_the_cut_is_found(self):
+        self._delete_server(self.server('host-B-P0'))
+        self._delete_server(self.server('host-B-P1'))
+        queries = record_candidate_queries(self)
+        server = self.boot('medium', 'normal')
+
+        self.assertEqual('host-B', self.host_of(server))
+        self.wait_for_terminations()
+        self.assertEqual([], self.victim_uuids())
+        self.assertIsNone(queries[-1][0])
 
 
 class Alternates(cloud.OpieCloud):

@@ -13,6 +13,8 @@
 """Builders shared by the core's tests."""
 import datetime
 
+from hypothesis import strategies as st
+
 from opie.core import host
 from opie.core import resources as res
 
@@ -21,6 +23,10 @@ SMALL = res.Resources(1, 2000, 20)
 MEDIUM = res.Resources(2, 4000, 40)
 LARGE = res.Resources(4, 8000, 80)
 PAPER_HOST = res.Resources(8, 16384, 1000)
+# Random resource vectors for the property tests of the victim search.
+VECTORS = st.builds(res.Resources, st.integers(1, 8),
+                    st.sampled_from([512, 1000, 2000, 4000, 8000]),
+                    st.integers(0, 80))
 
 
 def inst(name, resources, minutes=0, preemptible=True, eligible=True):

@@ -40,6 +40,20 @@ def test_good_snapshot_parses_with_defaults():
     assert host.normal_used == (2, 4000, 40)
 
 
+def test_terms_projects_and_budgets_are_read():
+    data = copy.deepcopy(GOOD)
+    data['flavors']['m'].update(tier=2, minimum_uptime=600)
+    data['hosts'][0]['instances'][0]['project_id'] = 'proj'
+    data['budgets'] = {'window_seconds': 3600,
+                       'remaining_vcpu_minutes': {'proj': 90}}
+    snap = snapshot.parse(data)
+    victim = snap.hosts[0].preemptibles[0]
+    assert (victim.tier, victim.minimum_uptime, victim.project_id) == (
+        2, 600, 'proj')
+    assert snap.budgets.window == 3600 and snap.budgets.limit('proj') == 90
+    assert snapshot.parse(GOOD).budgets is None
+
+
 def _broken(path, value):
     data = copy.deepcopy(GOOD)
     target = data
@@ -69,6 +83,22 @@ def _broken(path, value):
      "hosts[0].instances[1].uuid: instance 'u1' appears twice"),
     (('hosts', 0, 'instances', 0, 'launched_at'), KeyError,
      "hosts[0].instances[0]: missing field 'launched_at'"),
+    (('flavors', 'm', 'tier'), 1.5,
+     'flavors.m.tier: expected a whole number >= 0'),
+    (('flavors', 'm', 'tier'), -1, 'flavors.m.tier: must be >= 0'),
+    (('flavors', 'm', 'minimum_uptime'), 'long',
+     'flavors.m.minimum_uptime: expected a number'),
+    (('hosts', 0, 'instances', 0, 'project_id'), 7,
+     'hosts[0].instances[0].project_id: expected a string'),
+    (('budgets',), [], 'budgets: expected an object'),
+    (('budgets',), {'window_seconds': 0},
+     'budgets.window_seconds: must be > 0'),
+    (('budgets',), {'window_seconds': 60,
+                    'remaining_vcpu_minutes': {'p': 1.5}},
+     'budgets.remaining_vcpu_minutes.p: expected a whole number'),
+    (('budgets',), {'window_seconds': 60,
+                    'remaining_vcpu_minutes': {'p': -1}},
+     'budgets.remaining_vcpu_minutes.p: must be >= 0'),
 ])
 def test_errors_name_the_field(path, value, message):
     with pytest.raises(snapshot.SnapshotError) as exc:

@@ -89,14 +89,9 @@ def test_negative_costs_are_refused():
 
 # --- property tests: the search equals brute force -------------------------
 
-VECTORS = st.builds(res.Resources, st.integers(1, 8),
-                    st.sampled_from([512, 1000, 2000, 4000, 8000]),
-                    st.integers(0, 80))
-
-
 @st.composite
 def hosts(draw, max_k=12):
-    flavors = draw(st.lists(VECTORS, min_size=1, max_size=5))
+    flavors = draw(st.lists(helpers.VECTORS, min_size=1, max_size=5))
     k = draw(st.integers(0, max_k))
     pool = []
     for n in range(k):

@@ -1,0 +1,46 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A normal request takes from the lowest tier first, across hosts: the
+plan reorders Nova's weighed hosts so that no weight puts a host whose
+victims are of a higher tier before one whose are of a lower tier."""
+import dataclasses
+
+from opie.nova import plan as plan_mod
+from tests.functional.plugin import cloud as cloud_mod
+from tests.functional.plugin.cloud import spec
+from tests.functional.plugin.cloud import victim
+
+
+def _tiered(name, tier, *minutes):
+    return dict(preemptibles=[
+        dataclasses.replace(victim('%s%d' % (name, i), minutes=m), tier=tier)
+        for i, m in enumerate(minutes)])
+
+
+def test_a_lower_tier_host_goes_first_even_when_its_victims_cost_more(
+        cloud):
+    cloud = (cloud.host('cheap-tier1', **_tiered('c', 1, 60, 60, 60, 60))
+             .host('dear-tier0', **_tiered('d', 0, 40, 41, 42, 43))
+             .host('dearer-tier0', **_tiered('e', 0, 50, 51, 52, 53))
+             .host('free'))
+    request_spec = spec('medium')
+    with plan_mod.activated(cloud.plan(request_spec)) as plan:
+        states = cloud.host_states()
+        weighed = cloud_mod.ranking(states, request_spec)
+        # The weighers alone would take the free tier-1 victim first.
+        assert weighed == ['free', 'cheap-tier1', 'dear-tier0',
+                           'dearer-tier0']
+        by_name = {s.host: s for s in states}
+        ordered = plan.lowest_tier_first([by_name[n] for n in weighed])
+    assert [s.host for s in ordered] == ['free', 'dear-tier0',
+                                         'dearer-tier0', 'cheap-tier1']
