@@ -417,8 +417,8 @@ class Keeper:
     def run(self, context, now, default, renew=lambda: True):
         """One pass at ``now`` (``default``: the default budget in
         vCPU-minutes, or None); how many charges it deleted. ``renew()``
-        is called before each deletion and must return True for the pass
-        to go on."""
+        is called before the deletions of each ledger and must return True
+        for the pass to go on."""
         now = core_host.utc(now)
         every = ledgers(self._client, context)
         following = every and ledgers(self._client, context, explicit=False)
@@ -428,22 +428,22 @@ class Keeper:
                        '/resource_providers/%s/allocations' % uuid_)
             charges = set((held or {}).get('allocations', {}))
             seen |= charges
-            left = set()
-            for consumer in sorted(charges):
-                body = self._body(context, consumer)
-                if body is None:
-                    continue
-                if not self._due(consumer, body, now):
-                    left.add(consumer)
-                    continue
-                if not renew():
-                    return deleted
+            bodies = {c: self._body(context, c) for c in sorted(charges)}
+            due = [c for c, body in bodies.items()
+                   if body is not None and self._due(c, body, now)]
+            # Once per ledger, not per charge: a deletion is safe anyway
+            # (at the generation read), the renewal costs two requests.
+            if due and not renew():
+                return deleted
+            for consumer in due:
                 # Refused (409): moved since read, by another holder; read
                 # again if it is still there next time.
                 if _send(self._client, context, 'post', '/allocations',
-                         {consumer: removed(body)}) != 409:
+                         {consumer: removed(bodies[consumer])}) != 409:
                     deleted += 1
                 self._known.pop(consumer, None)
+            left = {c for c, body in bodies.items()
+                    if body is not None and c not in due}
             if uuid_ in following:
                 self._follow(context, project, default, left)
         for consumer in set(self._known) - seen:

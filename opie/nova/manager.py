@@ -170,8 +170,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 self.instances),
             operation=lambda: operations.operation(elevated, spec_obj),
             now=timeutils.utcnow(), generations=_GENERATIONS.get(),
-            budgets=ledger.Remaining(self.placement_client, elevated,
-                                     self.settings.budget_minutes))
+            remaining=ledger.Remaining(self.placement_client, elevated,
+                                       self.settings.budget_minutes))
         with plan_mod.activated(plan):
             try:
                 selections = super()._schedule(
@@ -400,7 +400,7 @@ class ClaimingClient:
                 metrics.CLAIM_CONFLICTS.labels(writer='scheduler').inc()
                 self._tokens.forget(record.uuid)
                 plan.stale(record)
-                plan.budgets.forget({c.project_id for c in charges})
+                plan.remaining.forget({c.project_id for c in charges})
                 continue
             self._tokens.learn(record.uuid, generation)
             if instance['consumer_generation'] is None:

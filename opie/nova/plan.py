@@ -95,12 +95,12 @@ class Plan:
     :param now: the time costs are computed at
     :param generations: host token generations known before the request
         read the hosts' usage (:meth:`.token.Generations.snapshot`)
-    :param budgets: what each project has left of its preemption budget
+    :param remaining: what each project has left of its preemption budget
         (:class:`.ledger.Remaining`), or None: no budget
     """
 
     def __init__(self, context, request, settings, load_instances,
-                 operation, now, generations=None, budgets=None):
+                 operation, now, generations=None, remaining=None):
         self.context = context
         self.request = request
         self.settings = settings
@@ -125,7 +125,7 @@ class Plan:
         # stale: read in full on their next refresh.
         self._stale_lists = set()
         self.preemptions = []       # Preemption, to terminate at the end
-        self.budgets = budgets
+        self.remaining = remaining
         # Victim uuid -> the consumer charging it, to refund on give-back.
         self.charged = {}
 
@@ -208,13 +208,14 @@ class Plan:
         """The core's Budgets of the projects that own ``host``'s
         preemptibles, read only where victims are needed: a host the
         request fits costs no budget read."""
-        if (self.budgets is None or self.request.preemptible
+        if (self.remaining is None or self.request.preemptible
                 or host.free_full.covers(self.request.resources)):
             return None
-        remaining = self.budgets.of({i.project_id for i in host.preemptibles})
-        # None where no project has a budget: the search is unconstrained.
-        return remaining and core_budgets.Budgets(
-            self.settings.budget_window, remaining) or None
+        left = self.remaining.of({i.project_id for i in host.preemptibles})
+        if not left:
+            # No project here has a budget: the search is unconstrained.
+            return None
+        return core_budgets.Budgets(self.settings.budget_window, left)
 
     def charges(self, victims):
         """The :class:`.ledger.Charge` of each of ``victims`` whose
@@ -222,8 +223,8 @@ class Plan:
         this returns (so a write can charge them)."""
         budgets = core_budgets.Budgets(
             self.settings.budget_window,
-            self.budgets.of({v.project_id for v in victims})
-            if self.budgets is not None else {})
+            self.remaining.of({v.project_id for v in victims})
+            if self.remaining is not None else {})
         found = [ledger.Charge(v.uuid, v.project_id,
                                budgets.charge(v, self.now))
                  for v in victims if budgets.limit(v.project_id) is not None]
@@ -231,7 +232,7 @@ class Plan:
         # allocation of 0).
         found = [c for c in found if c.minutes]
         if found:
-            self.budgets.ensure({c.project_id for c in found})
+            self.remaining.ensure({c.project_id for c in found})
         return found
 
     def charges_until(self):
@@ -289,7 +290,7 @@ class Plan:
                 spent[charge.project_id] += charge.minutes
                 self.charged[charge.victim_uuid] = ledger.charge_consumer(
                     charge.victim_uuid, instance_uuid)
-            self.budgets.spend(spent)
+            self.remaining.spend(spent)
             # Any host's verdict may have counted on that budget.
             self._options.clear()
         for victim, claimed in zip(victims, claims):

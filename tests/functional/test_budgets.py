@@ -191,6 +191,22 @@ class DefaultBudget(Budgets):
         # The window rolled on: the budget is whole again.
         self.boot('medium', 'second')
 
+    def test_two_lease_holders_overlapping_delete_each_charge_once(self):
+        now = timeutils.utcnow()
+        self.boot('medium', 'first')
+        client = self.scheduler.manager.placement_client
+        context = nova_context.get_admin_context()
+        holders = [ledger.Keeper(client), ledger.Keeper(client)]
+        # Both read the charge before it is due.
+        for holder in holders:
+            self.assertEqual(0, holder.run(context, now, 180))
+        later = now + datetime.timedelta(seconds=3660)
+
+        deleted = [holder.run(context, later, 180) for holder in holders]
+
+        self.assertEqual([1, 0], deleted)
+        self.assertEqual({}, self.charges())
+
     def test_the_default_changed_applies_to_its_ledgers(self):
         self.boot('medium', 'first')
         reconciler = self.scheduler.manager.reconciler
