@@ -33,6 +33,8 @@ import json
 from nova import context as nova_context
 from oslo_utils import timeutils
 
+from opie.cmd import cloud as cmd_cloud
+from opie.cmd import rollback
 from opie.core import scheduling
 from opie.nova import ledger
 from tests.functional import test_audit
@@ -121,6 +123,34 @@ class BudgetStopsPreemption(Budgets):
             'project_id': self.project, 'source': 'set',
             'budget_vcpu_minutes': 180, 'spent_vcpu_minutes': spent,
             'remaining_vcpu_minutes': 180 - spent}}, self.budget_list())
+
+    def test_budget_lowered_below_what_is_spent_leaves_nothing(self):
+        self.set_budget(3)
+        self.boot('medium', 'first')
+
+        out = self.set_budget(1)
+        second = self.boot('medium', 'second', expected_state='ERROR')
+
+        self.assertIn('already spent: none of its servers is preempted '
+                      'until charges expire', out)
+        self.assert_refused_for_budget(second)
+        listed = self.budget_list()[self.project]
+        self.assertEqual((60, 0), (listed['budget_vcpu_minutes'],
+                                   listed['remaining_vcpu_minutes']))
+        self.assertGreater(listed['spent_vcpu_minutes'], 60)
+
+    def test_rollback_removes_the_ledgers_and_their_charges(self):
+        self.set_budget(3)
+        self.boot('medium', 'first')
+        self.assertTrue(self.charges())
+
+        rollback.remove(cmd_cloud.connect(None), [], rollback.Report(False))
+
+        client = self.scheduler.manager.placement_client
+        self.assertIsNone(ledger.get(client, None, '/resource_providers/%s'
+                                     % ledger.provider_uuid(self.project)))
+        self.assertEqual([], ledger.get(
+            client, None, '/traits?name=startswith:CUSTOM_OPIE')['traits'])
 
     def test_budget_of_zero_never_preempts(self):
         out = self.set_budget(0)
