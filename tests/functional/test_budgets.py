@@ -31,6 +31,7 @@ import datetime
 import json
 
 from nova import context as nova_context
+from nova import objects
 from oslo_utils import timeutils
 
 from opie.cmd import cloud as cmd_cloud
@@ -167,6 +168,33 @@ class BudgetStopsPreemption(Budgets):
         server = self.boot('medium', 'normal')
 
         self.assertEqual('host-B', server['OS-EXT-SRV-ATTR:host'])
+
+    def test_a_spent_budget_sends_the_request_to_dearer_victims(self):
+        # host-B's preemptibles, the cheapest (B-2: 5 minutes lost), are
+        # another project's, whose budget is 0.
+        for name in ('B-0', 'B-1', 'B-2', 'B-3'):
+            self.set_project(self.server(name)['id'], 'team-b')
+        self.set_budget(0, project='team-b')
+
+        server = self.boot('medium', 'normal')
+        self.wait_for_terminations()
+
+        # host-A's cheapest, A-0 (31 minutes lost), went instead.
+        self.assertEqual('host-A', server['OS-EXT-SRV-ATTR:host'])
+        everyone = self.admin_api.get_servers(search_opts={
+            'all_tenants': '1'})
+        self.assertEqual(sorted(set(self.preemptibles) - {'A-0'}
+                                | {'normal'}),
+                         sorted(s['name'] for s in everyone))
+
+    def set_project(self, uuid, project_id):
+        """The server's owner, as its row says (the scheduler reads it)."""
+        ctxt = nova_context.get_admin_context()
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, uuid)
+        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
+            instance = objects.Instance.get_by_uuid(cctxt, uuid)
+            instance.project_id = project_id
+            instance.save()
 
     def test_unset_follows_the_default_again(self):
         self.set_budget(0)
