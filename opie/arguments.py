@@ -16,13 +16,15 @@
 command lines; each number option's type comes from here, so that a bad
 value is refused, and worded, the same way by every command: ``expected a
 whole number, got 'x'``, ``expected a finite number, got 'nan'``, ``must
-be >= 1, got 0``. Through :class:`opie.oneline.ArgumentParser` that is one
-line naming the option, exit status 2. ``--os-cloud`` is here too: both
-``opie-manage`` and ``opie-bot`` connect through :func:`opie.clouds.connect`,
-so the option means the same to both. Nothing here imports a cloud
-library, so declaring options stays cheap for commands that never connect.
+be >= 1, got 0``; times (:func:`moment`) likewise. Through
+:class:`opie.oneline.ArgumentParser` that is one line naming the option,
+exit status 2. ``--os-cloud`` is here too: both ``opie-manage`` and
+``opie-bot`` connect through :func:`opie.clouds.connect`, so the option
+means the same to both. Nothing here imports a cloud library, so
+declaring options stays cheap for commands that never connect.
 """
 import argparse
+import datetime
 import math
 
 
@@ -38,6 +40,22 @@ def finite_number(minimum=None, maximum=None, minimum_included=True):
     ``minimum_included`` (None: no bound on that side)."""
     return _bounded(_finite, 'a finite number', minimum, maximum,
                     minimum_included)
+
+
+def moment(text):
+    """An argparse type: an ISO 8601 time (``2026-11-26``,
+    ``2026-11-26T15:20``, ``2026-11-26T15:20:00Z``, ``...+01:00``) as an
+    aware UTC datetime; one without a zone is taken as UTC, as Nova
+    writes its times."""
+    try:
+        value = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            'expected an ISO 8601 time such as 2026-11-26T15:20:00Z, got %r'
+            % text) from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.timezone.utc)
+    return value.astimezone(datetime.timezone.utc)
 
 
 def add_os_cloud(parser, help='cloud of clouds.yaml (default: $OS_CLOUD, '

@@ -33,7 +33,18 @@ marked ``opie:preemptible=true``: it adds the resource overrides it lacks
 a normal one, and ``opie-manage audit --cloud`` names this command. Nova
 keeps a copy of the flavor in each server: servers started before the fix
 stay normal ones until resized.
+
+``opie-manage flavor set-terms FLAVOR [--tier N] [--minimum-uptime S]``
+sets the terms a preemptible flavor promises its servers
+(:class:`opie.core.flavor_spec.Terms`): ``opie:tier`` (a normal request
+takes its victims from the lowest tier first) and ``opie:minimum_uptime``
+(seconds before which a server is never a victim). Tenants read them with
+``openstack flavor show``. Servers already running keep the terms they
+were booted with (Nova's copy of the flavor) until resized.
+``opie-manage flavor list`` shows every preemptible flavor with its terms.
 """
+from opie import arguments
+from opie import oneline
 from opie.cmd import errors
 from opie.cmd import options
 from opie.core import flavor_spec
@@ -73,6 +84,35 @@ def register(subparsers):
                      help='name or id of the flavor marked preemptible')
     options.add_cloud_arguments(fix)
     fix.set_defaults(func=set_command)
+    terms = actions.add_parser(
+        'set-terms',
+        help='set the tier and minimum uptime of a preemptible flavor',
+        description='Set the terms FLAVOR, a preemptible flavor, promises '
+        'its servers: %s (a normal request takes its victims from the '
+        'lowest tier first; a flavor without it is tier 0) and %s '
+        '(seconds before which a server is never a victim; a flavor '
+        'without it has [opie] minimum_uptime). Servers already running '
+        'keep the terms they were booted with until resized.'
+        % (flavor_spec.TIER_SPEC, flavor_spec.MINIMUM_UPTIME_SPEC))
+    terms.add_argument('flavor', metavar='FLAVOR',
+                       help='name or id of the preemptible flavor')
+    terms.add_argument('--tier', metavar='N',
+                       type=arguments.whole_number(0, flavor_spec.MAX_TIER),
+                       help='its tier, 0 to %d' % flavor_spec.MAX_TIER)
+    terms.add_argument('--minimum-uptime', metavar='SECONDS',
+                       type=arguments.whole_number(
+                           0, flavor_spec.MAX_MINIMUM_UPTIME),
+                       help='its minimum uptime in seconds, 0 to %d'
+                       % flavor_spec.MAX_MINIMUM_UPTIME)
+    options.add_cloud_arguments(terms)
+    terms.set_defaults(func=set_terms_command)
+    listing = actions.add_parser(
+        'list', help='the preemptible flavors and their terms',
+        description='List every preemptible flavor with its size, tier '
+        'and minimum uptime ("default": [opie] minimum_uptime), and the '
+        'problems of their terms.')
+    options.add_cloud_arguments(listing)
+    listing.set_defaults(func=list_command)
 
 
 def twin_specs(normal):
@@ -120,6 +160,78 @@ def set_command(args):
           % (flavor.name, source.id, flavor.size()))
     for key in sorted(specs):
         print('  %s=%s' % (key, specs[key]))
+    return 0
+
+
+def terms_to_set(flavor, tier=None, minimum_uptime=None):
+    """The extra specs ``set-terms`` sets on ``flavor``: the terms given
+    that it does not have already."""
+    if tier is None and minimum_uptime is None:
+        raise errors.UsageError('give --tier, --minimum-uptime or both')
+    if not preemptible.is_preemptible(flavor.extra_specs):
+        raise errors.UsageError(
+            'flavor %s is not preemptible: terms of preemption mean nothing '
+            'to its servers; create its preemptible twin with opie-manage '
+            'flavor create-preemptible %s' % (flavor.name, flavor.name))
+    wanted = {flavor_spec.TIER_SPEC: tier,
+              flavor_spec.MINIMUM_UPTIME_SPEC: minimum_uptime}
+    return {key: str(value) for key, value in wanted.items()
+            if value is not None
+            and flavor.extra_specs.get(key) != str(value)}
+
+
+def set_terms_command(args):
+    from opie.cmd import cloud
+    with cloud.errors_as_usage():
+        conn = cloud.connect(args)
+        source = _find(conn, args.flavor)
+        flavor = cloud.flavor_of(source)
+        specs = terms_to_set(flavor, args.tier, args.minimum_uptime)
+        if specs:
+            source.set_keys(specs)
+    if not specs:
+        print('flavor %s (id %s) already has these terms: left unchanged'
+              % (flavor.name, source.id))
+        return 0
+    print('set on flavor %s (id %s): %s; servers already running keep '
+          'the terms they were booted with until resized' % (
+              flavor.name, source.id,
+              ', '.join('%s=%s' % item for item in sorted(specs.items()))))
+    return 0
+
+
+def terms_table(flavors):
+    """Lines of ``list``: each preemptible flavor of ``flavors`` (core
+    Flavors) with its size and terms, then the problems of its terms."""
+    marked = sorted((f for f in flavors
+                     if preemptible.is_preemptible(f.extra_specs)),
+                    key=lambda f: f.name)
+    if not marked:
+        return ['no preemptible flavor']
+    rows = [('FLAVOR', 'SIZE', 'TIER', 'MINIMUM UPTIME')]
+    found = []
+    for flavor in marked:
+        terms, bad = flavor_spec.terms(flavor.extra_specs)
+        own = (flavor_spec.MINIMUM_UPTIME_SPEC in flavor.extra_specs
+               and flavor_spec.MINIMUM_UPTIME_SPEC not in
+               [term.spec for term, _ in bad])
+        rows.append((flavor.name, str(flavor.size()), str(terms.tier),
+                     '%d s' % terms.minimum_uptime if own else 'default'))
+        found += flavor_spec.terms_problems(flavor)
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = ['  '.join(cell.ljust(width) for cell, width
+                       in zip(row, widths)) + '  ' + row[3]
+             for row in rows]
+    return lines + ['%s: %s (fix: %s)' % (p.subject, p.message, p.fix)
+                    for p in found]
+
+
+def list_command(args):
+    from opie.cmd import cloud
+    with cloud.errors_as_usage():
+        flavors = [cloud.flavor_of(f) for f in cloud.connect(args).flavors()]
+    for line in terms_table(flavors):
+        print(oneline.escape(line))
     return 0
 
 

@@ -15,8 +15,8 @@
 ``plan`` (below), ``flavor`` (:mod:`.flavors`), ``provider-config``
 (:mod:`.provider_config_command`), ``nova-conf``
 (:mod:`.nova_conf_command`), ``audit`` (:mod:`.audit`), ``snapshot``
-(:mod:`.snapshot_command`), ``rollback`` (:mod:`.rollback`) and
-``budget`` (:mod:`.budget_command`). Bad input
+(:mod:`.snapshot_command`), ``rollback`` (:mod:`.rollback`), ``history``
+(:mod:`.history`) and ``budget`` (:mod:`.budget_command`). Bad input
 always ends with a one-line message naming the problem and exit code 2.
 
 ``opie-manage plan`` is a dry run (:data:`PLAN_DESCRIPTION`). The snapshot
@@ -35,6 +35,7 @@ from opie.cmd import audit
 from opie.cmd import budget_command
 from opie.cmd import errors
 from opie.cmd import flavors as flavor_cmd
+from opie.cmd import history
 from opie.cmd import nova_conf_command
 from opie.cmd import provider_config_command
 from opie.cmd import rollback
@@ -140,8 +141,8 @@ def _as_json(decision):
         'host': decision.host,
         'victims': [v.uuid for v in decision.victims],
         'cost': decision.cost,
-        'ranking': [{'host': o.host, 'fits': o.fits, 'cost': o.cost,
-                     'score': o.score,
+        'ranking': [{'host': o.host, 'fits': o.fits, 'tier': o.tier,
+                     'cost': o.cost, 'score': o.score,
                      'victims': [v.uuid for v in o.victims]}
                     for o in decision.ranking],
     }
@@ -160,12 +161,15 @@ def _as_table(request, decision, model, args):
             model, args.period_seconds, args.ranking), '']
     if decision.ranking:
         width = max(len(o.host) for o in decision.ranking) + 2
-        header = '%-*s %-5s %10s %10s  %s' % (width, 'HOST', 'FITS', 'SCORE',
-                                              'COST', 'VICTIMS')
+        # TIER: the highest tier among the host's victims (a normal
+        # request takes from the lowest tier first).
+        header = '%-*s %-5s %4s %10s %10s  %s' % (
+            width, 'HOST', 'FITS', 'TIER', 'SCORE', 'COST', 'VICTIMS')
         lines.append(header)
         for o in decision.ranking:
-            lines.append('%-*s %-5s %10g %10g  %s' % (
-                width, o.host, 'yes' if o.fits else 'no', o.score, o.cost,
+            lines.append('%-*s %-5s %4s %10g %10g  %s' % (
+                width, o.host, 'yes' if o.fits else 'no',
+                '-' if o.fits else o.tier, o.score, o.cost,
                 _names(o.victims)))
         lines.append('')
     if decision.host is None:
@@ -196,6 +200,7 @@ def build_parser():
     audit.register(subparsers)
     snapshot_command.register(subparsers)
     rollback.register(subparsers)
+    history.register(subparsers)
     budget_command.register(subparsers)
     return parser
 

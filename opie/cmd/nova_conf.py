@@ -174,7 +174,8 @@ def load(paths, config_dir=None, check_opie=True):
         raise errors.UsageError(' '.join(str(exc).split())) from None
     groups = dict(OPTS)
     if check_opie:
-        groups[opie_conf.GROUP_NAME] = opie_conf.opie_opts
+        groups[opie_conf.GROUP_NAME] = (opie_conf.opie_opts
+                                        + opie_conf.terms_opts)
     for group, opts in groups.items():
         values = conf if group is None else conf[group]
         for opt in opts:

@@ -59,7 +59,8 @@ OPIE_CLASSES = {'available_filters': [nova_conf.FILTER_PATH],
 # Declarations of the options set, for their checks and defaults.
 FILTER_SCHEDULER_OPTS = {opt.dest: opt
                          for opt in nova_conf.FILTER_SCHEDULER_OPTS}
-OPIE_OPTS = {opt.dest: opt for opt in opie_conf.opie_opts}
+OPIE_OPTS = {opt.dest: opt
+             for opt in opie_conf.opie_opts + opie_conf.terms_opts}
 # The [opie] options ``scheduler`` sets, with the help of their flags.
 SCHEDULER_OPTIONS = {
     'costs': ('SPEC', 'cost plugins with multipliers, e.g. "period" or '
@@ -67,6 +68,9 @@ SCHEDULER_OPTIONS = {
     'billing_period': ('SECONDS', 'billing period of the period cost'),
     'max_victims': ('N', 'most instances one request may preempt, 0 for '
                     'no limit'),
+    'minimum_uptime': ('SECONDS', 'how long a preemptible runs before it '
+                       'may be a victim, where its flavor sets no '
+                       'opie:minimum_uptime'),
     'termination_mode': (
         '{%s}' % ','.join(OPIE_OPTS['termination_mode'].type.choices),
         'what happens to a victim'),

@@ -28,10 +28,16 @@ Read through the APIs with admin credentials, as the scheduler sees it:
   (so a deleted or edited flavor still counts as it was booted), taking
   what Nova takes for it in Placement (``resources:`` overrides, no root
   disk when volume-backed),
-  preemptible by its ``opie:preemptible`` extra spec, launch time, lock
-  and task state;
+  preemptible by its ``opie:preemptible`` extra spec, launch time, lock,
+  task state and project;
 * flavors: every flavor, plus the embedded flavors of running servers
-  that no longer match one.
+  that no longer match one; a preemptible one with its terms
+  (``tier``, ``minimum_uptime``: :func:`opie.core.flavor_spec.terms`), a
+  term it does not set at its default: tier 0, and the minimum uptime
+  ``--default-minimum-uptime`` gives (the scheduler's ``[opie]
+  minimum_uptime``, which the APIs do not show). A server booted before
+  its flavor's terms changed keeps the terms it was booted with, as in
+  the scheduler, so its flavor is one of those ``NAME@N``.
 
 Nova's API does not say who locked a server; a locked server is written
 as locked by an admin, which protects it (the scheduler would still
@@ -40,7 +46,9 @@ preempt a preemptible its owner locked).
 import datetime
 import json
 
+from opie import arguments
 from opie.cmd import options
+from opie.core import flavor_spec
 from opie.core import preemptible
 from opie.core import snapshot
 
@@ -53,6 +61,13 @@ def register(subparsers):
         'snapshot that "opie-manage plan --snapshot" reads.')
     parser.add_argument('--output', metavar='FILE',
                         help='write here instead of to standard output')
+    parser.add_argument('--default-minimum-uptime', metavar='SECONDS',
+                        type=arguments.whole_number(
+                            0, flavor_spec.MAX_MINIMUM_UPTIME),
+                        default=0,
+                        help='the scheduler\'s [opie] minimum_uptime: the '
+                        'minimum uptime of the preemptible flavors that set '
+                        'none (default 0)')
     options.add_cloud_arguments(parser)
     parser.set_defaults(func=snapshot_command)
 
@@ -64,19 +79,30 @@ def _resources(vcpus, memory_mb, root_gb, ephemeral_gb, swap_mb):
             'disk_gb': root_gb + ephemeral_gb + -(-swap_mb // 1024)}
 
 
-def _embedded(flavor, volume_backed):
+def _with_terms(sizes, extra_specs, default_minimum_uptime):
+    """A snapshot flavor of ``sizes``: with the terms of ``extra_specs``
+    if they make it preemptible."""
+    if not preemptible.is_preemptible(extra_specs):
+        return sizes
+    terms, _ = flavor_spec.terms(extra_specs, default_minimum_uptime)
+    return dict(sizes, tier=terms.tier, minimum_uptime=terms.minimum_uptime)
+
+
+def _embedded(flavor, volume_backed, default_minimum_uptime=0):
     """What a server's embedded flavor (API >= 2.47) takes from Placement,
     as Nova counts it: no root disk for a volume-backed server, a
     ``resources:`` extra spec in place of the size it overrides, standard
-    and preemptible classes summed (h_f)."""
+    and preemptible classes summed (h_f); with its terms."""
     sizes = _resources(flavor['vcpus'], flavor['ram'],
                        0 if volume_backed else flavor['disk'],
                        flavor.get('ephemeral') or 0, flavor.get('swap') or 0)
     specs = flavor.get('extra_specs') or {}
-    return {size: _override(specs, standard, amount)
-            + _override(specs, custom, 0)
-            for (size, amount), standard, custom in zip(
-                sizes.items(), preemptible.STANDARD, preemptible.CUSTOM)}
+    return _with_terms(
+        {size: _override(specs, standard, amount)
+         + _override(specs, custom, 0)
+         for (size, amount), standard, custom in zip(
+             sizes.items(), preemptible.STANDARD, preemptible.CUSTOM)},
+        specs, default_minimum_uptime)
 
 
 def _override(specs, resource_class, default):
@@ -120,12 +146,14 @@ def _flavor_name(wanted, name, flavors):
     return key
 
 
-def _instance(server, flavors):
+def _instance(server, flavors, default_minimum_uptime=0):
     embedded = server.flavor
     attrs = server.to_dict()
     # The API shows a volume-backed server's image as "".
-    wanted = _embedded(embedded, volume_backed=not attrs.get('image'))
+    wanted = _embedded(embedded, not attrs.get('image'),
+                       default_minimum_uptime)
     out = {'uuid': server.id, 'name': server.name,
+           'project_id': attrs['tenant_id'],
            'flavor': _flavor_name(wanted, embedded['original_name'],
                                   flavors),
            'preemptible': preemptible.is_preemptible(
@@ -146,15 +174,17 @@ def _iso(text):
     return moment.strftime('%Y-%m-%dT%H:%M:%SZ')
 
 
-def take(conn, now=None):
+def take(conn, now=None, default_minimum_uptime=0):
     """The snapshot document of the cloud behind ``conn``
     (a :class:`opie.cmd.cloud.Cloud`)."""
     from opie.cmd import cloud
     now = now or datetime.datetime.now(datetime.timezone.utc)
     flavors = {}
     for f in map(cloud.flavor_of, conn.flavors()):
-        flavors[f.name] = _resources(f.vcpus, f.memory_mb, f.root_gb,
-                                     f.ephemeral_gb, f.swap_mb)
+        flavors[f.name] = _with_terms(
+            _resources(f.vcpus, f.memory_mb, f.root_gb, f.ephemeral_gb,
+                       f.swap_mb),
+            f.extra_specs, default_minimum_uptime)
     hosts = {}
     for node in conn.compute_nodes(detailed=True):
         if node.status != 'enabled' or node.state != 'up':
@@ -166,7 +196,8 @@ def take(conn, now=None):
     for server in servers:
         node = getattr(server, 'OS-EXT-SRV-ATTR:hypervisor_hostname', None)
         if node in hosts:
-            hosts[node]['instances'].append(_instance(server, flavors))
+            hosts[node]['instances'].append(
+                _instance(server, flavors, default_minimum_uptime))
     document = {
         'description': 'opie-manage snapshot of the live cloud: %d '
                        'enabled compute nodes that are up' % len(hosts),
@@ -182,7 +213,8 @@ def snapshot_command(args):
     # Loaded here: declaring the command must not load the cloud clients.
     from opie.cmd import cloud
     with cloud.errors_as_usage():
-        document = take(cloud.connect(args))
+        document = take(cloud.connect(args),
+                        default_minimum_uptime=args.default_minimum_uptime)
     text = json.dumps(document, indent=1, sort_keys=True) + '\n'
     if args.output:
         with open(args.output, 'w', encoding='utf-8') as f:

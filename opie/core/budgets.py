@@ -37,7 +37,8 @@ MINUTE = 60.0
 def charge(instance, now, window):
     """vCPU-minutes a preemption of ``instance`` at ``now`` charges."""
     minutes = math.ceil(min(instance.run_time(now), window) / MINUTE)
-    return int(instance.resources.vcpus) * minutes
+    # Whole vCPUs in Nova; a snapshot's fractions are rounded up.
+    return math.ceil(instance.resources.vcpus * minutes)
 
 
 @dataclasses.dataclass(frozen=True)

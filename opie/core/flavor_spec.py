@@ -26,9 +26,29 @@ among the preemptible ones, so their room counts twice and a normal
 request takes an extra victim. The scheduler therefore treats such a
 flavor as normal (:func:`refusal` says why, in one line) and the audit
 names the ``opie-manage flavor set-preemptible`` that sets it right.
+
+A preemptible flavor also states the terms its servers are preempted on
+(:class:`Terms`), as extra specs a tenant can read with ``openstack
+flavor show``:
+
+* ``opie:tier``: a whole number from 0 to :data:`MAX_TIER` (default 0). A
+  normal request takes its victims from the lowest tier that can free
+  enough, on one host and across hosts, even where a higher tier's
+  victims cost less. Preemptible requests never preempt, so no tier is
+  ever preempted for its own tier, nor for a higher one.
+* ``opie:minimum_uptime``: seconds, a whole number from 0 to
+  :data:`MAX_MINIMUM_UPTIME` (default ``[opie] minimum_uptime``). A
+  server younger than this is never a victim.
+
+A bad value (not a whole number, out of range) must not stop the
+scheduler nor make it guess: it reads the term as its default, and
+:func:`check` names the value and the ``opie-manage flavor set-terms``
+that sets it right. Terms on a flavor that is not preemptible mean
+nothing, and are reported too.
 """
 import dataclasses
 import math
+import re
 
 from opie import oneline
 from opie.core import preemptible
@@ -151,14 +171,14 @@ def check(flavor):
             'openstack flavor set --property %s=true %s'
             % (preemptible.PREEMPTIBLE_SPEC, flavor.name))]
     if not preemptible.is_preemptible(flavor.extra_specs):
-        return _custom_without_mark(flavor)
+        return _custom_without_mark(flavor) + _terms_without_mark(flavor)
     found = [problems.Problem(
         subject, '%s is %s, expected %s for a preemptible flavor of %s' % (
             key, _shown(flavor.extra_specs.get(key)), wanted,
             flavor.size()),
         SET_PREEMPTIBLE % flavor.name)
         for key, wanted in missing_specs(flavor).items()]
-    return found + unsupported_problems(flavor)
+    return found + unsupported_problems(flavor) + terms_problems(flavor)
 
 
 def _shown(value):
@@ -213,6 +233,99 @@ def _requested(flavor, key, value):
         return int(value)
     except ValueError:
         return None
+
+
+TIER_SPEC = 'opie:tier'
+MINIMUM_UPTIME_SPEC = 'opie:minimum_uptime'
+# Bounds that keep every term a number any tool reads exactly (a snapshot
+# refuses more than 18 digits); an uptime beyond a year is a normal
+# server's, and as many tiers as any price list needs.
+MAX_TIER = 1000
+MAX_MINIMUM_UPTIME = 365 * 24 * 3600
+SET_TERMS = 'opie-manage flavor set-terms %s'
+
+
+@dataclasses.dataclass(frozen=True)
+class Term:
+    """One term: the extra spec that sets it, and its bound."""
+    spec: str
+    maximum: int
+    default: str        # what a bad value is read as, in words
+    option: str         # the ``set-terms`` option that sets it
+
+
+_TERMS = (Term(TIER_SPEC, MAX_TIER, 'tier 0', '--tier'),
+          Term(MINIMUM_UPTIME_SPEC, MAX_MINIMUM_UPTIME,
+               '[opie] minimum_uptime', '--minimum-uptime'))
+# Digits only: int() also takes '+1', '1_000', ' 1' and other scripts'
+# digits, which no one reading the flavor would take for a number.
+_WHOLE = re.compile(r'[0-9]+\Z')
+# The longest value read (zeros in front allowed), and how much of a bad
+# one a message shows.
+_SHOWN = 40
+
+
+@dataclasses.dataclass(frozen=True)
+class Terms:
+    """What a preemptible flavor promises its servers: their ``tier``,
+    and the ``minimum_uptime`` (seconds) before which they are never
+    victims."""
+    tier: int = 0
+    minimum_uptime: int = 0
+
+
+def _value(extra_specs, term):
+    """The whole number ``extra_specs`` set for ``term``, or None if
+    they set none; a ValueError saying what is allowed if it is bad."""
+    if term.spec not in extra_specs:
+        return None
+    value = str(extra_specs[term.spec])
+    # Length first: int() refuses 4300 digits with an error of its own.
+    if (not _WHOLE.match(value) or len(value) > _SHOWN
+            or int(value) > term.maximum):
+        raise ValueError('%s=%r is not a whole number from 0 to %d' % (
+            term.spec, value if len(value) <= _SHOWN else
+            value[:_SHOWN] + '...', term.maximum))
+    return int(value)
+
+
+def terms(extra_specs, default_minimum_uptime=0):
+    """``(Terms, bad)``: the terms the extra specs set, a term they leave
+    unset or set badly at its default (tier 0,
+    ``default_minimum_uptime``); ``bad`` has ``(term, one line saying
+    what is wrong and what is read instead)`` for each bad value."""
+    values, bad = [], []
+    for term in _TERMS:
+        try:
+            values.append(_value(extra_specs, term))
+        except ValueError as exc:
+            values.append(None)
+            bad.append((term, '%s, so the scheduler reads it as %s'
+                        % (exc, term.default)))
+    tier, uptime = values
+    return Terms(0 if tier is None else tier,
+                 default_minimum_uptime if uptime is None else uptime), bad
+
+
+def terms_problems(flavor):
+    """Problems of the terms of a preemptible ``flavor``: each bad value,
+    and what the scheduler makes of it."""
+    return [problems.Problem('flavor %s' % flavor.name, message,
+                             '%s %s N' % (SET_TERMS % flavor.name,
+                                          term.option))
+            for term, message in terms(flavor.extra_specs)[1]]
+
+
+def _terms_without_mark(flavor):
+    keys = [t.spec for t in _TERMS if t.spec in flavor.extra_specs]
+    if not keys:
+        return []
+    return [problems.Problem(
+        'flavor %s' % flavor.name,
+        'sets %s but is not preemptible: terms of preemption mean nothing '
+        'to its servers' % ', '.join(keys),
+        'openstack flavor unset %s %s' % (
+            ' '.join('--property %s' % key for key in keys), flavor.name))]
 
 
 def _custom_without_mark(flavor):

@@ -115,22 +115,37 @@ def assess_host(request, host, cost_model, now, max_victims=None,
 
 
 def _why_no_victims(shortfall, host, costs, now, max_victims, budgets):
-    """Which constraint left the host without a victim set, checked from
-    the widest: the eligible instances, their minimum uptimes, the victim
-    cap, the budgets."""
+    """Which constraint left the host without a victim set: the ones
+    whose lifting alone would give a set (any of them is then what stands
+    in the way), else all of them together. So a tenant told to wait for
+    a minimum uptime would be served once it has passed."""
     eligible = [i for i in host.preemptibles if i.preemptible and i.eligible]
     if not res.total(i.resources for i in eligible).covers(shortfall):
         return NO_VICTIMS
-    if not res.total(i.resources for i in eligible
-                     if not i.protected(now)).covers(shortfall):
-        return TOO_YOUNG
-    if max_victims is None:
-        return OVER_BUDGET if budgets is not None else NO_VICTIMS
-    unbudgeted = victims_mod.select(shortfall, host.preemptibles, costs,
-                                    max_victims, host.capacity, now)
-    if unbudgeted is not None:
-        return OVER_BUDGET
-    return TOO_MANY_VICTIMS
+    young = any(i.protected(now) for i in eligible)
+    grown = [dataclasses.replace(i, minimum_uptime=0.0)
+             for i in host.preemptibles] if young else host.preemptibles
+    # (name, reason, the arguments of select with it lifted)
+    lifts = [(TOO_YOUNG, (grown, max_victims, budgets))] if young else []
+    if max_victims is not None:
+        lifts.append((TOO_MANY_VICTIMS, (host.preemptibles, None, budgets)))
+    if budgets is not None:
+        lifts.append((OVER_BUDGET, (host.preemptibles, max_victims, None)))
+    if not lifts:
+        return NO_VICTIMS
+    alone = [why for why, (instances, cap, limits) in lifts
+             if victims_mod.select(shortfall, instances, costs, cap,
+                                   host.capacity, now, limits) is not None]
+    if len(alone) == 1:
+        return alone[0]
+    return ('freeing enough breaks %s' % (' or ' if alone else ' and ').join(
+        _BROKEN[why] for why in (alone or [why for why, _ in lifts])))
+
+
+# A constraint as a combined refusal names it.
+_BROKEN = {TOO_YOUNG: 'the minimum uptime of younger preemptibles',
+           TOO_MANY_VICTIMS: 'max_victims',
+           OVER_BUDGET: "a project's preemption budget"}
 
 
 def _option(host, fits, selection, cost_model, now, ranking, costs=None):

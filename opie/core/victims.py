@@ -47,8 +47,14 @@ outweighs them:
   Only the instances of the remaining projects differ by more than cost,
   so for those the search groups instances by vector, project *and*
   charge (still interchangeable but for cost) and stops taking from a
-  project once its budget is spent. The bounds below ignore budgets, which
-  only makes them weaker, never wrong.
+  project once its budget is spent. Two bounds count the budgets: what
+  each project can still free is at most its fractional knapsack (rounded
+  down where amounts are whole), and the cheapest m more victims take at
+  most as many of a project as its budget pays for. A budget that cannot
+  be met is so found at the root. Budgets make the problem a knapsack
+  with a constraint per project, so a crafted pool can still need many
+  nodes: past :data:`MAX_NODES` the search keeps the best set found so
+  far, which breaks no constraint, and says so (``Selection.exact``).
 
 Ties are broken deterministically: fewer victims, then less leftover (what
 the set frees beyond the shortfall, as a share of ``scale``), then the
@@ -64,6 +70,12 @@ from opie.core import resources as res
 
 # Relative tolerance under which two float costs are a tie.
 _EPS = 1e-9
+# Nodes one search may visit. Budgets make the problem a knapsack with
+# one constraint per project: its bounds keep random and realistic pools
+# to a few hundred nodes, but a crafted pool can still need exponentially
+# many. Past this many the search stops with the best set found so far,
+# which breaks no constraint (``Selection.exact`` is then False), or none.
+MAX_NODES = 5000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +87,9 @@ class Selection:
     tier: int = 0
     # Project -> vCPU-minutes the set charges (empty without budgets).
     charges: dict = dataclasses.field(default_factory=dict)
+    # False when the search stopped at MAX_NODES: the set keeps every
+    # constraint but a cheaper one may exist.
+    exact: bool = True
 
 
 def label(instance):
@@ -160,7 +175,7 @@ def _fits_budgets(entries, constrained):
     return True
 
 
-def _selection(entries, cost, budgets):
+def _selection(entries, cost, budgets, exact=True):
     charges = {}
     if budgets is not None:
         for _, _, instance, charge in entries:
@@ -168,7 +183,38 @@ def _selection(entries, cost, budgets):
                 charges.get(instance.project_id, 0) + charge)
     return Selection(tuple(e[2] for e in entries), cost,
                      res.total(e[2].resources for e in entries),
-                     max((e[2].tier for e in entries), default=0), charges)
+                     max((e[2].tier for e in entries), default=0), charges,
+                     exact)
+
+
+def _knapsack_bound(groups, dim, budget):
+    """At most how much of dimension ``dim`` the instances of ``groups``
+    (one project's) free with charges of at most ``budget``: the
+    fractional knapsack's optimum, rounded down where amounts are whole
+    (the whole optimum is then a whole number no greater)."""
+    free = 0.0
+    ranked = []
+    for group in groups:
+        amount = group.vector[dim]
+        if not amount:
+            continue
+        if not group.charge:
+            free += amount * len(group.members)
+        else:
+            ranked.append((amount / group.charge, amount, group))
+    ranked.sort(key=lambda item: item[0], reverse=True)
+    for _, amount, group in ranked:
+        if budget <= 0:
+            break
+        take = min(len(group.members), budget / group.charge)
+        free += amount * take
+        budget -= take * group.charge
+    whole = all(float(g.vector[dim]).is_integer() for g in groups)
+    return math.floor(free + _EPS) if whole else free
+
+
+class _GaveUp(Exception):
+    """The search visited MAX_NODES nodes."""
 
 
 def _tiers(pool):
@@ -299,9 +345,15 @@ class _Search:
             key=lambda g: g.vector.share(scale), reverse=True)
         self.rank = {(g.vector, g.project, g.charge): gi
                      for gi, g in enumerate(self.groups)}
+        # Constrained project -> indexes of its groups.
+        self.budgeted = {}
+        for gi, group in enumerate(self.groups):
+            if group.project is not None:
+                self.budgeted.setdefault(group.project, []).append(gi)
         self._prepare_bounds()
         self.best_counts = self.best_cost = self.best_key = None
         self.limit = math.inf
+        self.nodes = 0
 
     def _group_key(self, entry):
         _, _, instance, charge = entry
@@ -315,6 +367,8 @@ class _Search:
         n = len(self.groups)
         self.suffix_max = [res.ZERO] * (n + 1)
         self.suffix_total = [res.ZERO] * (n + 1)
+        # The total of the groups no budget constrains.
+        self.suffix_free = [res.ZERO] * (n + 1)
         self.suffix_cheapest = [[0.0]] * (n + 1)
         costs = []
         for gi in range(n - 1, -1, -1):
@@ -329,10 +383,21 @@ class _Search:
             self.suffix_total[gi] = res.Resources(
                 all_cpu + cpu * size, all_ram + ram * size,
                 all_disk + disk * size)
+            self.suffix_free[gi] = self.suffix_free[gi + 1] + (
+                res.ZERO if group.project is not None
+                else group.vector * size)
             # Both runs are sorted already, which makes this merge cheap.
             costs = sorted(costs + group.costs)
             self.suffix_cheapest[gi] = list(itertools.accumulate(
                 costs, initial=0.0))
+        if self.budgeted:
+            # Per suffix, its instances as (cost, project, charge),
+            # cheapest first: for the cost bound under budgets.
+            self.suffix_members = [sorted(
+                ((m[0], g.project, g.charge)
+                 for g in self.groups[gi:] for m in g.members),
+                key=lambda member: member[0])
+                for gi in range(n + 1)]
 
     def _min_more(self, need, gi):
         """Fewest instances of groups[gi:] that could cover ``need``."""
@@ -350,14 +415,61 @@ class _Search:
         if not self.suffix_total[0].covers(self.shortfall):
             return None
         self._seed_with_greedy()
-        self._dfs(0, *self.shortfall, 0.0, 0, [])
+        exact = True
+        try:
+            self._dfs(0, *self.shortfall, 0.0, 0, [])
+        except _GaveUp:
+            exact = False
         if self.best_counts is None:
             return None
         victims = []
         for group, count in zip(self.groups, self.best_counts):
             victims.extend(e for e in group.members[:count])
         victims.sort(key=lambda e: (e[0], e[1]))
-        return _selection(victims, self.best_cost, self.budgets)
+        return _selection(victims, self.best_cost, self.budgets, exact)
+
+    def _cheapest_within_budgets(self, gi, m):
+        """A lower bound on the cost of m more victims from groups[gi:]:
+        the cheapest m when each project gives at most as many as its
+        budget left pays for (its instances of smallest charge)."""
+        charges = {}
+        for _, project, charge in self.suffix_members[gi]:
+            if project is not None:
+                charges.setdefault(project, []).append(charge)
+        caps = {}
+        for project, found in charges.items():
+            left, cap = self.left[project], 0
+            for charge in sorted(found):
+                if charge > left:
+                    break
+                left -= charge
+                cap += 1
+            caps[project] = cap
+        total, taken = 0.0, 0
+        for cost, project, _ in self.suffix_members[gi]:
+            if taken == m:
+                return total
+            if project is not None:
+                if not caps[project]:
+                    continue
+                caps[project] -= 1
+            total += cost
+            taken += 1
+        return total if taken == m else math.inf
+
+    def _budgets_allow(self, gi, need):
+        """Could groups[gi:] cover ``need`` within the budgets left? The
+        groups no budget constrains count whole, each constrained
+        project's at most its knapsack bound."""
+        room = list(self.suffix_free[gi])
+        for project, indexes in self.budgeted.items():
+            groups = [self.groups[i] for i in indexes if i >= gi]
+            if groups:
+                for dim in range(3):
+                    if need[dim] > room[dim]:
+                        room[dim] += _knapsack_bound(groups, dim,
+                                                     self.left[project])
+        return all(have >= want for have, want in zip(room, need))
 
     def _key(self, counts):
         """Tie-break key of the set ``counts`` describes."""
@@ -415,14 +527,23 @@ class _Search:
         passed as three numbers because this is the hot loop."""
         if gi == len(self.groups):
             return
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _GaveUp()
         have_cpu, have_ram, have_disk = self.suffix_total[gi]
         if (have_cpu < need_cpu or have_ram < need_ram
                 or have_disk < need_disk):
+            return
+        if self.budgeted and not self._budgets_allow(
+                gi, (need_cpu, need_ram, need_disk)):
             return
         more = self._min_more((need_cpu, need_ram, need_disk), gi)
         if more is None or taken + more > self.max_victims:
             return
         if cost + self.suffix_cheapest[gi][more] > self.limit:
+            return
+        if self.budgeted and (cost + self._cheapest_within_budgets(gi, more)
+                              > self.limit):
             return
         group = self.groups[gi]
         cpu, ram, disk = group.vector

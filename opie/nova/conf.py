@@ -39,6 +39,7 @@ from oslo_config import types
 
 from opie import oneline
 from opie.core import costs
+from opie.core import flavor_spec
 from opie.core import scheduling
 
 GROUP_NAME = 'opie'
@@ -333,6 +334,32 @@ does.
 """),
 ]
 
+# The terms preemptible flavors promise their servers (opie:tier and
+# opie:minimum_uptime: opie.core.flavor_spec), where a flavor sets none.
+terms_opts = [
+    cfg.IntOpt(
+        'minimum_uptime',
+        default=0,
+        max=flavor_spec.MAX_MINIMUM_UPTIME,
+        min=0,
+        help="""
+Seconds a preemptible server runs before it may be a victim, for the
+preemptible flavors that do not set their own ``opie:minimum_uptime`` extra
+spec (``opie-manage flavor set-terms FLAVOR --minimum-uptime SECONDS``).
+
+A preemptible server younger than its minimum uptime is never a victim of a
+request: a normal request that only such servers could make room for fails,
+and its fault says so (the reconciler's repair of a host over capacity
+takes one only where no older server can make room). 0 (the default)
+promises nothing. Nova copies the flavor
+into each server when it boots, so a server keeps the terms it was booted
+with until it is resized; this option, read when the scheduler starts,
+applies to every server of a flavor without its own value, old or new.
+Flavors have no default tier: a flavor without ``opie:tier`` is tier 0,
+preempted first.
+"""),
+]
+
 
 # Preemption budgets (:mod:`.ledger`): how much of each project's running
 # time preemptions may take in a rolling window.
@@ -375,6 +402,7 @@ opie_opts += budget_opts
 def register_opts(conf):
     conf.register_group(opie_group)
     conf.register_opts(opie_opts, group=opie_group)
+    conf.register_opts(terms_opts, group=opie_group)
     ks_loading.register_session_conf_options(conf, GROUP_NAME)
     ks_loading.register_auth_conf_options(conf, GROUP_NAME)
 
@@ -383,6 +411,7 @@ def list_opts():
     """Options for oslo-config-generator (entry point ``opie``)."""
     return [(opie_group,
              opie_opts
+             + terms_opts
              + ks_loading.get_session_conf_options()
              + ks_loading.get_auth_common_conf_options()
              + ks_loading.get_auth_plugin_conf_options('password')
@@ -444,7 +473,7 @@ def _read_all(conf):
     """The ``[opie]`` group, each of OPIE's options read once, so that a
     value out of its range stops the caller now, not a request later."""
     group = conf[GROUP_NAME]
-    for opt in opie_opts:
+    for opt in opie_opts + terms_opts:
         try:
             getattr(group, opt.dest)
         except cfg.Error as exc:

@@ -23,18 +23,29 @@ The scheduler treats such a flavor as a normal one instead, which is what
 Placement's allocations say it is: its servers are never victims, and a
 request for it is a normal request.
 
+A preemptible flavor's terms (:func:`terms`: its tier and minimum
+uptime) are read from the same extra specs. A bad value is read as the
+term's default, never guessed at, and never stops the scheduler; the
+audit names it with its fix (:func:`opie.core.flavor_spec.terms`).
+
 The check runs for every instance on every host a request looks at, so
 its verdict is kept per flavor (as the instance or the request carries
 it: name, size and extra specs), and the warning that names the flavor
-and its fix is logged once per flavor per scheduler process.
+and its fix is logged once per flavor per scheduler process; terms
+alike.
 """
+import nova.conf
 from oslo_log import log as logging
 
+from opie import oneline
 from opie.core import flavor_spec
 from opie.core import preemptible
+from opie.nova import conf as opie_conf  # noqa: F401 ([opie] registered)
 
+CONF = nova.conf.CONF
 LOG = logging.getLogger(__name__)
 _VERDICTS = {}
+_TERMS = {}
 # Flavors are few; the bound only keeps a pathological cloud in check (a
 # flavor seen again after the reset is warned about again).
 _CACHE_LIMIT = 1024
@@ -69,3 +80,22 @@ def is_preemptible(flavor):
             _VERDICTS.clear()
         _VERDICTS[key] = verdict
     return verdict
+
+
+def terms(flavor):
+    """The :class:`~opie.core.flavor_spec.Terms` of a preemptible
+    ``flavor`` (an instance's copy: the terms it was booted with), its
+    unset terms at their defaults (``[opie] minimum_uptime``); a bad
+    value is read as its default and warned about once."""
+    default = CONF.opie.minimum_uptime
+    key = _key(flavor) + (default,)
+    found = _TERMS.get(key)
+    if found is None:
+        found, _ = flavor_spec.terms(flavor.extra_specs, default)
+        for bad in flavor_spec.terms_problems(core_flavor(flavor)):
+            LOG.warning('OPIE: %s', oneline.escape('%s: %s; fix: %s' % (
+                bad.subject, bad.message, bad.fix)))
+        if len(_TERMS) >= _CACHE_LIMIT:
+            _TERMS.clear()
+        _TERMS[key] = found
+    return found

@@ -34,7 +34,11 @@ before; a scheduler worker reads them all before it serves (:func:`warm`).
 A victim taken by any scheduler worker (:mod:`.claim`) holds no
 allocations until it is terminated, which happens in the background: it is
 still listed, but its room is free and it is no candidate. Which instances
-may be victims at all: :func:`opie.core.preemptible.may_be_victim`. Where the
+may be victims at all: :func:`opie.core.preemptible.may_be_victim`. Each
+carries its project and its flavor's terms (tier, minimum uptime:
+:func:`.flavor_check.terms`), read from the copy of the flavor Nova keeps
+in the instance: a flavor's terms changed later bind the servers booted
+after, not those already running. Where the
 instances listed on a host exceed what Placement counts there, the host's
 allocations are read (one request) and such instances are left out.
 """
@@ -149,7 +153,10 @@ def request_of(spec_obj):
 
 
 def core_instance(instance):
-    """A Nova Instance (flavor loaded) as a core Instance."""
+    """A Nova Instance (flavor loaded) as a core Instance, on the terms
+    of its flavor as Nova copied it into the instance: those it was
+    booted (or last resized) with."""
+    terms = flavor_check.terms(instance.flavor)
     return core_host.Instance(
         uuid=instance.uuid,
         resources=flavor_resources(instance.flavor),
@@ -158,7 +165,10 @@ def core_instance(instance):
         eligible=preemptible.may_be_victim(
             instance.locked_by if instance.locked else None,
             instance.task_state, instance.vm_state),
-        task_state=instance.task_state)
+        task_state=instance.task_state,
+        project_id=instance.project_id or '',
+        tier=terms.tier,
+        minimum_uptime=terms.minimum_uptime)
 
 
 UNKNOWN = object()
@@ -391,15 +401,21 @@ class InstanceLoader:
         record.preemptibles = [i for i in record.preemptibles
                                if i.uuid in held]
 
-    def not_victims(self, record, uuids):
+    def not_victims(self, record, uuids, now):
         """Those of ``uuids`` that the cell database, read now, says are no
-        eligible preemptible instance on ``record``'s node: the cache
-        chooses victims, the database has the last word."""
+        eligible preemptible instance on ``record``'s node, or one younger
+        than its minimum uptime at ``now`` (launched again since the cache
+        read it): the cache chooses victims, the database has the last
+        word."""
         with self._cell(record.cell_uuid) as cctxt:
             found = _rows(cctxt, uuids)
-        still = {i.uuid for i in found
-                 if (i.host, i.node) == (record.host, record.nodename)
-                 and is_preemptible(i.flavor) and core_instance(i).eligible}
+        still = set()
+        for row in found:
+            if ((row.host, row.node) == (record.host, record.nodename)
+                    and is_preemptible(row.flavor)):
+                instance = core_instance(row)
+                if instance.eligible and not instance.protected(now):
+                    still.add(row.uuid)
         return set(uuids) - still
 
     def emptied_claims(self, record, uuids):

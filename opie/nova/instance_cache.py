@@ -22,7 +22,9 @@ instances changed since the cell's last query.
 
 Nova saves an instance (which sets ``updated_at``) whenever anything OPIE
 reads of it changes: its host and node on a boot or a move, its lock, its
-task and VM state, and before it is deleted (a soft delete leaves
+task and VM state, its flavor (and with it its terms: Nova copies the
+flavor into the instance at boot and replaces the copy only on a resize),
+and before it is deleted (a soft delete leaves
 ``updated_at`` as the last save set it). So "changed since" finds every
 instance that arrived on a node, left it, or changed eligibility. The
 query reaches :data:`MARGIN` further back than the last one began: the

@@ -31,9 +31,10 @@ host would lose. Then, phase by phase:
   each is at most as new as the usage the request will decide on;
 * **filter and score**: hosts where the request fits h_f, or where the
   cheapest sufficient victim set covers the shortfall, ranked by what
-  would be terminated, and then, as a hard rule over Nova's weights,
-  hosts whose victims are of a lower tier before those of a higher one
-  (:meth:`.plan.Plan.lowest_tier_first`); the preemptibles of the hosts
+  would be terminated, and then, as hard rules over Nova's weights, hosts
+  the request fits first, then hosts whose victims are of a lower tier
+  before those of a higher one (:meth:`.plan.Plan.lowest_tier_first`);
+  the preemptibles of the hosts
   the request does not fit come from the process's cache
   (:mod:`.instance_cache`), brought up to date with one query per cell;
 * **reserve**: as Nova claims the best host for each instance, OPIE makes
@@ -94,6 +95,7 @@ from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import manager
 
+from opie.core import explain
 from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import give_back
@@ -113,6 +115,8 @@ from opie.nova import token
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
+# Why victims of a failed request were terminated all the same.
+ROOM_TAKEN = 'room-taken'
 # The token generations known when this request began (a copy).
 _GENERATIONS = contextvars.ContextVar('opie_generations', default=None)
 
@@ -210,8 +214,14 @@ class OpieSchedulerManager(manager.SchedulerManager):
     def _get_sorted_hosts(self, spec_obj, host_states, index):
         hosts = super()._get_sorted_hosts(spec_obj, host_states, index)
         plan = plan_mod.current()
-        # Weighers are soft (their weights add up); tiers are not.
-        return plan.lowest_tier_first(hosts) if plan else hosts
+        if plan is None:
+            return hosts
+        # Weighers are soft (their weights add up); fit and tiers are not.
+        hosts = plan.lowest_tier_first(hosts)
+        # The order Nova's claims follow: each preemption is explained by
+        # it.
+        plan.ranked(hosts)
+        return hosts
 
     def _consume_selected_host(self, selected_host, spec_obj,
                                instance_uuid=None):
@@ -247,11 +257,18 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 # Their room went to other requests: they cannot come back
                 # without overcommitting the host.
                 count += len(lost)
+                costs = [(v, plan.cost_of(record, v)) for v in lost]
+                why = ('taken for a request that then failed; other '
+                       'requests took its room meanwhile, so it could not '
+                       'be given back')
                 self.terminator.terminate(
-                    [plan_mod.Preemption(record.host, record.nodename,
-                                         tuple(lost), 0.0,
-                                         provider_uuid=record.uuid)],
-                    {'reason': 'room-taken'})
+                    [plan_mod.Preemption(
+                        record.host, record.nodename, tuple(lost), 0.0,
+                        provider_uuid=record.uuid,
+                        explanation=explain.repair(
+                            ROOM_TAKEN, record.host, why, costs,
+                            sum(c for _, c in costs)))],
+                    {'reason': ROOM_TAKEN})
         return count
 
     def init_host(self, service_ref):
@@ -410,6 +427,7 @@ class ClaimingClient:
                            claims, option.cost, charges)
             return True
         metrics.HOSTS_ABANDONED.inc()
+        plan.abandoned(record)
         LOG.info('OPIE: host %s changed under %d writes in a row; trying '
                  'the next host', record.host, claim.WRITE_ATTEMPTS)
         return False

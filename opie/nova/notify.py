@@ -52,7 +52,7 @@ one removed or changed in type or meaning its major version (the version
 is in every notification, ``nova_object.version``). The field lists are
 pinned to the versions by
 ``tests/functional/plugin/test_notification_objects.py``: a change without
-a bump fails there. Version 1.0 of each:
+a bump fails there. Their versions:
 
 ``PreemptionPayload``
     ``reason`` ("request": room made for a scheduling request;
@@ -63,11 +63,15 @@ a bump fails there. Version 1.0 of each:
     ``request`` (``PreemptionRequestPayload``, null unless ``reason`` is
     "request"), ``cost`` (the victim set's, as the scheduler ranked it:
     cost plugins price a set, not each instance), ``victims`` (a list of
-    ``PreemptionVictimPayload``).
+    ``PreemptionVictimPayload``). 1.1 adds ``explanation``
+    (``PreemptionExplanationPayload``, null where there is none).
 ``PreemptionErrorPayload``
     ``reason``, ``instance_uuid``, ``host``, ``nodename``, ``mode``,
     ``request`` as above, ``victim`` (``PreemptionVictimPayload``),
-    ``fault`` (Nova's ``ExceptionPayload`` 1.1).
+    ``fault`` (Nova's ``ExceptionPayload`` 1.1). 1.1: its victim is a
+    ``PreemptionVictimPayload`` 1.1 (``cost``); as in Nova, a payload
+    carrying another whose version rises rises too (so does
+    ``PreemptionPayload``, for its victims).
 ``PreemptionRequestPayload``
     ``request_id`` (as in the server's ``create`` instance action),
     ``project_id``, ``user_id``, ``flavor`` (name), ``vcpus``,
@@ -77,7 +81,22 @@ a bump fails there. Version 1.0 of each:
     ``memory_mb``, ``disk_gb``, ``launched_at`` (null if it never
     launched), ``terminated`` (false if OPIE failed to). The owner fields
     are read just before it is terminated, and are null when Nova could
-    not say (the victim was deleted meanwhile).
+    not say (the victim was deleted meanwhile). 1.1 adds ``cost``, the
+    victim's own as the cost plugins priced it when it was chosen (null
+    when unknown, or beyond the explanation's
+    :data:`opie.core.explain.MAX_VICTIMS`); the set's ``cost`` is their
+    sum plus the plugins' ``offset``.
+``PreemptionExplanationPayload`` (1.0)
+    Why this host and these victims (:mod:`opie.core.explain`, where each
+    field is described; the same explanation is kept in Nova's database
+    with each victim's ``opie-preempt`` action): ``why`` (one sentence),
+    ``ranked_by`` ("nova": in Nova's order and weights, "opie": in OPIE's;
+    null from the reconciler), ``ranking``, ``offset``,
+    ``victims_omitted``, ``runners_up`` (at most 3
+    ``PreemptionRunnerUpPayload``: ``host``, ``fits``, ``tier``, ``cost``,
+    ``victims`` (how many), ``weight`` (Nova's, null if unknown),
+    ``why_lost``), ``runners_up_omitted``, ``refused`` (a list of
+    ``PreemptionRefusalPayload``: ``reason``, ``hosts``).
 
 The payloads stay out of Nova's registries, as Nova keeps its own
 notification classes out of its object registry (which deserializes RPC
@@ -150,7 +169,8 @@ class PreemptionRequestPayload(_Payload):
 @nova_base.NovaObjectRegistry.register_if(False)
 class PreemptionVictimPayload(_Payload):
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: cost
+    VERSION = '1.1'
     fields = {
         'uuid': fields.UUIDField(),
         'project_id': fields.StringField(nullable=True),
@@ -161,6 +181,48 @@ class PreemptionVictimPayload(_Payload):
         'disk_gb': fields.IntegerField(),
         'launched_at': fields.DateTimeField(nullable=True),
         'terminated': fields.BooleanField(),
+        'cost': fields.FloatField(nullable=True),
+    }
+
+
+@nova_base.NovaObjectRegistry.register_if(False)
+class PreemptionRunnerUpPayload(_Payload):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+    fields = {
+        'host': fields.StringField(),
+        'fits': fields.BooleanField(nullable=True),
+        'tier': fields.IntegerField(nullable=True),
+        'cost': fields.FloatField(nullable=True),
+        'victims': fields.IntegerField(nullable=True),
+        'weight': fields.FloatField(nullable=True),
+        'why_lost': fields.StringField(),
+    }
+
+
+@nova_base.NovaObjectRegistry.register_if(False)
+class PreemptionRefusalPayload(_Payload):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+    fields = {
+        'reason': fields.StringField(),
+        'hosts': fields.IntegerField(),
+    }
+
+
+@nova_base.NovaObjectRegistry.register_if(False)
+class PreemptionExplanationPayload(_Payload):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+    fields = {
+        'why': fields.StringField(),
+        'ranked_by': fields.StringField(nullable=True),
+        'ranking': fields.StringField(nullable=True),
+        'offset': fields.FloatField(nullable=True),
+        'victims_omitted': fields.IntegerField(),
+        'runners_up': fields.ListOfObjectsField('PreemptionRunnerUpPayload'),
+        'runners_up_omitted': fields.IntegerField(),
+        'refused': fields.ListOfObjectsField('PreemptionRefusalPayload'),
     }
 
 
@@ -181,17 +243,21 @@ class _PreemptionBase(_Payload):
 @nova_base.NovaObjectRegistry.register_if(False)
 class PreemptionPayload(_PreemptionBase):
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: explanation; victims are PreemptionVictimPayload 1.1
+    VERSION = '1.1'
     fields = {
         'cost': fields.FloatField(),
         'victims': fields.ListOfObjectsField('PreemptionVictimPayload'),
+        'explanation': fields.ObjectField('PreemptionExplanationPayload',
+                                          nullable=True),
     }
 
 
 @nova_base.NovaObjectRegistry.register_if(False)
 class PreemptionErrorPayload(_PreemptionBase):
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: its victim is a PreemptionVictimPayload 1.1 (cost)
+    VERSION = '1.1'
     fields = {
         'victim': fields.ObjectField('PreemptionVictimPayload'),
         'fault': fields.ObjectField('ExceptionPayload'),
@@ -200,7 +266,9 @@ class PreemptionErrorPayload(_PreemptionBase):
 
 # Every payload OPIE sends, or carries in one.
 PAYLOADS = (PreemptionPayload, PreemptionErrorPayload,
-            PreemptionRequestPayload, PreemptionVictimPayload)
+            PreemptionRequestPayload, PreemptionVictimPayload,
+            PreemptionExplanationPayload, PreemptionRunnerUpPayload,
+            PreemptionRefusalPayload)
 
 
 def topics():
@@ -236,10 +304,12 @@ class Notifier:
         """``opie.preempt.end``: ``done`` of ``preemption``'s victims were
         terminated; ``owners`` from :func:`owners`, ``request_info`` from
         :func:`request_info` or ``{'reason': ...}``."""
+        costs = _costs(preemption)
         self._send('info', END, PreemptionPayload(
             cost=preemption.cost,
-            victims=[_victim(v, v in done, owners) for v in
+            victims=[_victim(v, v in done, owners, costs) for v in
                      preemption.victims],
+            explanation=_explanation(preemption.explanation),
             **_preemption(preemption, request_info, mode)))
 
     def failed(self, preemption, victim, error, owners, request_info,
@@ -247,7 +317,7 @@ class Notifier:
         """``opie.preempt.error``: ``victim`` of ``preemption`` could not
         be terminated, for the exception ``error``."""
         self._send('error', ERROR, PreemptionErrorPayload(
-            victim=_victim(victim, False, owners),
+            victim=_victim(victim, False, owners, _costs(preemption)),
             fault=nova_exception.ExceptionPayload.from_exception(error),
             **_preemption(preemption, request_info, mode)))
 
@@ -273,14 +343,36 @@ def _preemption(preemption, request_info, mode):
             if reason == 'request' else None}
 
 
-def _victim(victim, terminated, owners):
+def _costs(preemption):
+    """{uuid: cost} of the victims its explanation prices."""
+    return {v['uuid']: v['cost'] for v in
+            (preemption.explanation or {}).get('victims', ())}
+
+
+def _victim(victim, terminated, owners, costs):
     owner = owners.get(victim.uuid, {})
     return PreemptionVictimPayload(
         uuid=victim.uuid, project_id=owner.get('project_id'),
         user_id=owner.get('user_id'), flavor=owner.get('flavor'),
         vcpus=victim.resources.vcpus, memory_mb=victim.resources.memory_mb,
         disk_gb=victim.resources.disk_gb, launched_at=victim.launched_at,
-        terminated=terminated)
+        terminated=terminated, cost=costs.get(victim.uuid))
+
+
+def _explanation(record):
+    """A :class:`PreemptionExplanationPayload` of an explanation
+    (:mod:`opie.core.explain`), or None."""
+    if record is None:
+        return None
+    return PreemptionExplanationPayload(
+        why=record['why'], ranked_by=record['ranked_by'],
+        ranking=record['ranking'], offset=record['offset'],
+        victims_omitted=record['victims_omitted'],
+        runners_up=[PreemptionRunnerUpPayload(**dict(
+            {'weight': None}, **entry)) for entry in record['runners_up']],
+        runners_up_omitted=record['runners_up_omitted'],
+        refused=[PreemptionRefusalPayload(reason=reason, hosts=hosts)
+                 for reason, hosts in record['refused'].items()])
 
 
 def owners(victims):

@@ -29,10 +29,12 @@ import contextlib
 import contextvars
 import dataclasses
 import datetime
+import math
 
 from oslo_log import log as logging
 
 from opie.core import budgets as core_budgets
+from opie.core import explain
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
@@ -75,6 +77,10 @@ class Preemption:
     # The compute node's resource provider, where the victims' room was
     # taken.
     provider_uuid: str | None = None
+    # Why (:mod:`opie.core.explain`): the decision as made when the
+    # victims were claimed, kept with each victim's instance action.
+    explanation: dict | None = dataclasses.field(default=None,
+                                                 compare=False)
 
 
 class Plan:
@@ -128,6 +134,13 @@ class Plan:
         self.remaining = remaining
         # Victim uuid -> the consumer charging it, to refund on give-back.
         self.charged = {}
+        # Nova's order of the hosts for the instance being placed, with
+        # their weights: [(host uuid, weight or None)], None until Nova
+        # ranks them; the weighing it comes from; hosts whose claims kept
+        # being refused.
+        self._ranked = None
+        self._weighed = None
+        self._abandoned = set()
 
     # hosts ---------------------------------------------------------------
     def add(self, record):
@@ -170,16 +183,19 @@ class Plan:
         return self._options[record.uuid]
 
     def lowest_tier_first(self, host_states):
-        """``host_states`` as Nova's weighers sorted them, except that a
-        host whose victims are of a higher tier goes after every host
-        whose victims are of a lower one: a normal request takes from the
-        lowest tier first, on every host. The sort is stable, so Nova's
-        weighers still order the hosts of one tier; a host the request
-        fits counts as tier 0 (the overcommit weigher puts it first)."""
-        def tier(host_state):
+        """``host_states`` as Nova's weighers sorted them, except that the
+        hosts the request fits go first, then hosts by the tier of their
+        victims, lowest first, and the hosts the plan refuses last: a
+        normal request never preempts while a host has room, and takes
+        from the lowest tier first, on every host, whatever the weights
+        (they add up: an aggregate's multiplier could outweigh either).
+        The sort is stable, so Nova's weighers order hosts alike."""
+        def rank(host_state):
             option = self.option(host_state)
-            return 0 if option is None else option.tier
-        return sorted(host_states, key=tier)
+            if option is None:
+                return math.inf
+            return 0 if option.fits else 1 + option.tier
+        return sorted(host_states, key=rank)
 
     def passes(self, host_state):
         return self.option(host_state) is not None
@@ -305,9 +321,9 @@ class Plan:
 
     def not_victims(self, record, victims):
         """The uuids of ``victims`` the database says are no eligible
-        preemptible instance on ``record`` now."""
+        preemptible instance on ``record`` now, or too young to be one."""
         return self._load_instances.not_victims(
-            record, [victim.uuid for victim in victims])
+            record, [victim.uuid for victim in victims], self.now)
 
     def not_a_victim(self, record, uuid):
         """``uuid`` holds nothing on the host (another writer or its owner
@@ -344,7 +360,57 @@ class Plan:
     def preempted(self, record, instance_uuid, victims, cost):
         self.preemptions.append(Preemption(
             record.host, record.nodename, tuple(victims), cost,
-            instance_uuid, record.uuid))
+            instance_uuid, record.uuid, self._explain(record, victims)))
+
+    # explanations --------------------------------------------------------
+    def weighed(self, weighed_hosts):
+        """Nova is weighing ``weighed_hosts`` (its WeighedHost objects,
+        whose weights are final once Nova has sorted them)."""
+        self._weighed = weighed_hosts
+
+    def ranked(self, host_states):
+        """Nova's filters and weighers ranked ``host_states``, in this
+        order, for the instance it places next."""
+        weights = {w.obj.uuid: w.weight for w in self._weighed or ()}
+        self._weighed = None
+        self._ranked = [(h.uuid, weights.get(h.uuid)) for h in host_states]
+        self._abandoned.clear()
+
+    def abandoned(self, record):
+        """``record`` changed under every claim of the instance: Nova goes
+        on to its next host."""
+        self._abandoned.add(record.uuid)
+
+    def _explain(self, record, victims):
+        """The decision to take ``victims`` on ``record``, as made now:
+        in Nova's order of the hosts where Nova ranked them (this one
+        among them), else in OPIE's."""
+        ranked = self._ranked or ()
+        if record.uuid in dict(ranked):
+            order, ranked_by = ranked, explain.NOVA
+        else:
+            order, ranked_by = [(uuid, None) for uuid, option in
+                                self._options.items()
+                                if option is not None], explain.OPIE
+        candidates = [self._candidate(uuid, weight) for uuid, weight in order
+                      if uuid in self.records]
+        named = {c.host for c in candidates}
+        refused = collections.Counter(
+            why for host, why in self.refusals.items() if host not in named)
+        return explain.decision(
+            record.host, [(v, self.cost_of(record, v)) for v in victims],
+            candidates, refused, ranked_by, self.settings.ranking)
+
+    def _candidate(self, uuid, weight):
+        record = self.records[uuid]
+        option = self._options.get(uuid)
+        if uuid in self._abandoned:
+            failed = 'it changed under each of its claims (other writers)'
+        elif option is None and record.host in self.refusals:
+            failed = 'refused when claimed: %s' % self.refusals[record.host]
+        else:
+            failed = "Nova had no allocation candidate left for it"
+        return explain.Candidate(record.host, option, weight, failed)
 
     def reason(self):
         """Why hosts were refused, for NoValidHost: how many hosts for

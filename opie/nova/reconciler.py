@@ -69,6 +69,7 @@ import datetime
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from opie.core import explain
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import victims as victims_mod
@@ -146,7 +147,8 @@ class Reconciler:
                                 'terminating them', [i.uuid for i in lost],
                                 record.host)
                     done += self.terminator.terminate(
-                        [self._preemption(record, lost, now)],
+                        [self._preemption(record, lost, now, terminate.LEFT,
+                                          self._why_left())],
                         {'reason': terminate.LEFT})
             for repair in self._overcommitted(context, host_states, now,
                                               renew):
@@ -300,39 +302,63 @@ class Reconciler:
             return None
         LOG.info('OPIE: host %s over capacity by %s: preempting %s',
                  record.host, excess, [v.uuid for v in selection.victims])
-        return self._preemption(record, selection.victims, now)
+        return self._preemption(
+            record, selection.victims, now, 'reconcile',
+            'reconciler: the host was over capacity by %s (every instance '
+            'counted) for more than %d s; its victims cover that, chosen '
+            'as for a request (lowest tier, then cost)' % (
+                excess, self.grace.total_seconds()))
 
     # helpers -------------------------------------------------------------
     def _loader(self, context):
         return hoststate.InstanceLoader(context, self.host_manager.cells,
                                         self.placement_client)
 
-    def _preemption(self, record, victims, now):
+    def _why_left(self):
+        return ('reconciler: claimed by a scheduler that never terminated '
+                'it (it held no allocations on its node for more than %d s) '
+                'and its room could not be given back'
+                % self.claimed_grace.total_seconds())
+
+    def _preemption(self, record, victims, now, reason, why):
         host = record.core_host()
+        costs = [(v, self.settings.cost_model.instance_cost(v, host, now))
+                 for v in victims]
+        cost = sum(c for _, c in costs)
         return plan_mod.Preemption(
-            record.host, record.nodename, tuple(victims),
-            sum(self.settings.cost_model.instance_cost(v, host, now)
-                for v in victims), provider_uuid=record.uuid)
+            record.host, record.nodename, tuple(victims), cost,
+            provider_uuid=record.uuid, explanation=explain.repair(
+                reason, record.host, why, costs, cost))
 
 
 def _repair_victims(cost_model, host, excess, now):
     """The victims of a repair. No cap on their number: ``[opie]
     max_victims`` bounds what one request may cost others, an overcommit
-    must go. For the same reason minimum uptimes are kept where any set
-    without a young preemptible covers the excess, and broken (logged)
-    only where none does. Tiers order the choice as for a request;
-    budgets do not bound it."""
+    must go. For the same reason minimum uptimes are kept where a set
+    without a young preemptible covers the excess, and otherwise as many
+    as can be: each young preemptible is priced above all the others
+    together, so the cheapest set breaks the fewest (logged). Tiers order
+    the choice as for a request; budgets do not bound it."""
     costs = cost_model.costs(host.preemptibles, host, now)
     selection = victims_mod.select(excess, host.preemptibles, costs, None,
                                    host.capacity, now)
     if selection is not None:
         return selection
-    unprotected = [dataclasses.replace(i, minimum_uptime=0.0)
-                   for i in host.preemptibles]
-    selection = victims_mod.select(excess, unprotected, costs, None,
-                                   host.capacity, now)
-    if selection is not None:
-        LOG.warning('OPIE: host %s is over capacity by %s and only '
-                    'preemptibles younger than their minimum uptime cover '
-                    'it: preempting them', host.name, excess)
-    return selection
+    young = {i.uuid for i in host.preemptibles if i.protected(now)}
+    penalty = sum(costs) + 1.0
+    selection = victims_mod.select(
+        excess, [dataclasses.replace(i, minimum_uptime=0.0)
+                 for i in host.preemptibles],
+        [c + penalty if i.uuid in young else c
+         for i, c in zip(host.preemptibles, costs)],
+        None, host.capacity, now)
+    if selection is None:
+        return None
+    broken = [v.uuid for v in selection.victims if v.uuid in young]
+    LOG.warning('OPIE: host %s is over capacity by %s and only preemptibles '
+                'younger than their minimum uptime cover it: preempting %d '
+                'of them (%s)', host.name, excess, len(broken),
+                ', '.join(broken))
+    price = dict(zip((i.uuid for i in host.preemptibles), costs))
+    return dataclasses.replace(selection, cost=sum(
+        price[v.uuid] for v in selection.victims))

@@ -32,7 +32,15 @@ terminates in its own periodic task. For every victim:
    twice, whatever the speeds of the processes involved;
 1. an instance action ``opie-preempt`` is recorded in the victim's cell
    with an admin context: its owner lists it, even after the server is
-   deleted, from API microversion 2.21 (it names no other tenant);
+   deleted, from API microversion 2.21 (it names no other tenant). On it,
+   one event ``opie_preempt`` keeps the preemption's explanation
+   (:mod:`opie.core.explain`: the request, the host chosen, each victim
+   with its cost and owner, the next best hosts and why they lost) in its
+   ``details``, which Nova's API shows to admins only (policy
+   ``os_compute_api:os-instance-actions:events:details``, microversion
+   2.84): the owner sees that the event happened, not the other tenants
+   it names. ``opie-manage history`` reads them back. Written once per
+   victim, the decision as first made;
 2. the victim is deleted (``[opie] termination_mode = delete``) or shelved
    without a clean shutdown (``shelve``; tagged ``[opie] preempted_tag`` so
    its owner can find and unshelve it; a victim Nova cannot shelve, being
@@ -60,6 +68,7 @@ logged and left out of the notification: it was no victim after all.
 import dataclasses
 
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from keystoneauth1 import loading as ks_loading
 from nova.compute import api as compute_api
@@ -72,16 +81,19 @@ from nova import objects
 from nova.scheduler.client import report
 from nova import thread_pool_factory
 
+from opie.core import explain
 from opie.core import preemptible
 from opie.nova import claim
 from opie.nova import conf as opie_conf
+from opie.nova import history
 from opie.nova import hoststate
 from opie.nova import metrics
 from opie.nova import notify
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
-ACTION = 'opie-preempt'
+# The victim's instance action, and its event that holds the explanation.
+ACTION, EVENT = history.ACTION, history.EVENT
 SHELVABLE_VM_STATES = frozenset([vm_states.ACTIVE, vm_states.STOPPED,
                                  vm_states.PAUSED, vm_states.SUSPENDED])
 
@@ -124,8 +136,10 @@ class Terminator:
         told = []
         for preemption in preemptions:
             owners = notify.owners(preemption.victims)
+            details = explained(preemption, owners, request_info)
             outcomes = {victim: self._terminate(
-                victim.uuid, preemption, request_info.get('reason') == LEFT)
+                victim.uuid, preemption, request_info.get('reason') == LEFT,
+                details)
                 for victim in preemption.victims}
             # A victim spared was no victim after all: it is not told of.
             preemption = dataclasses.replace(preemption, victims=tuple(
@@ -190,14 +204,15 @@ class Terminator:
                           'the victim instead of shelving it')
             return None
 
-    def _terminate(self, uuid, preemption, left=False):
+    def _terminate(self, uuid, preemption, left=False, details=None):
         """Terminate one victim if it still is one: :data:`TERMINATED`,
         :data:`SPARED`, or the exception it failed for (the last change
         met, if it kept changing). Read, judge, act; an act refused
         because the victim changed since the read (its owner confirmed a
         resize, say) reads and judges again. ``left``: the reconciler found
         it left running, holding nothing, for the grace period: a delete
-        begun on it then was never done."""
+        begun on it then was never done. ``details``: the explanation kept
+        with its instance action (:func:`explained`)."""
         # One found left running may be back from a shelve that failed on
         # its compute: it is deleted, or it would be shelved every pass.
         shelving = (self.settings.termination_mode == opie_conf.SHELVE
@@ -207,7 +222,7 @@ class Terminator:
         for _ in range(claim.WRITE_ATTEMPTS):
             try:
                 why = self._judge_and_act(context, uuid, preemption,
-                                          shelving, left)
+                                          shelving, left, details)
             except exception.InstanceNotFound:
                 why = 'it is gone'
             except _CHANGED_MEANWHILE as exc:
@@ -235,7 +250,8 @@ class Terminator:
                   uuid, claim.WRITE_ATTEMPTS)
         return changed
 
-    def _judge_and_act(self, context, uuid, preemption, shelving, left):
+    def _judge_and_act(self, context, uuid, preemption, shelving, left,
+                       details):
         """Why the victim is spared, or None once it is terminated."""
         mapping = objects.InstanceMapping.get_by_instance_uuid(
             nova_context.get_admin_context(), uuid)
@@ -248,11 +264,13 @@ class Terminator:
                          placement, context, preemption.provider_uuid),
                      left)
         if why is None:
-            self._act(context, mapping.cell_mapping, instance, shelving)
+            self._act(context, mapping.cell_mapping, instance, shelving,
+                      details)
         return why
 
-    def _act(self, context, cell_mapping, instance, shelving):
-        """Shelve or delete ``instance``, then record the action; each way
+    def _act(self, context, cell_mapping, instance, shelving, details):
+        """Shelve or delete ``instance``, then record the action (with
+        ``details``, its explanation); each way
         begins with a compare-and-swap on its task and VM state as just
         read, so its owner or another OPIE process acting on it since
         makes this one read it again."""
@@ -270,7 +288,8 @@ class Terminator:
                               '%s; deleting it: its room is another '
                               'server\'s', instance.uuid)
                 raise _ShelveFailed() from exc
-            self._record_action(cell_mapping, instance.uuid)
+            self._record_action(cell_mapping, instance.uuid, instance.host,
+                                details)
             self._tag(cell_mapping, instance.uuid)
             return
         task_state = instance.task_state
@@ -292,28 +311,47 @@ class Terminator:
             claimed.task_state = task_state
             claimed.save(expected_task_state=[task_states.DELETING])
             raise
-        if not self._recorded(cell_mapping, instance.uuid):
-            self._record_action(cell_mapping, instance.uuid)
+        self._record_action(cell_mapping, instance.uuid, instance.host,
+                            details)
 
     @staticmethod
-    def _recorded(cell_mapping, uuid):
-        """Has the victim an ``opie-preempt`` action already (a shelve
-        that failed after it, a termination retried)?"""
+    def _record_action(cell_mapping, uuid, host, details):
+        """Record the victim's ``opie-preempt`` action, and on it an
+        event :data:`EVENT` whose ``details`` (Nova's API shows them to
+        admins only) hold its explanation: once. A victim with the action
+        already (a shelve that failed after it, a termination retried)
+        keeps it, and the explanation it holds: the decision as first
+        made; one whose action lacks it (its writer died in between) is
+        given it."""
         admin = nova_context.get_admin_context()
         with nova_context.target_cell(admin, cell_mapping) as cctxt:
-            return any(a.action == ACTION for a in
-                       objects.InstanceActionList.get_by_instance_uuid(
-                           cctxt, uuid))
-
-    @staticmethod
-    def _record_action(cell_mapping, uuid):
-        # Its own context: an action is found again by request id.
-        admin = nova_context.get_admin_context()
-        with nova_context.target_cell(admin, cell_mapping) as cctxt:
-            objects.InstanceAction.action_start(cctxt, uuid, ACTION,
-                                                want_result=False)
-            objects.InstanceAction.action_finish(cctxt, uuid,
-                                                 want_result=False)
+            action = next((a for a in
+                           objects.InstanceActionList.get_by_instance_uuid(
+                               cctxt, uuid) if a.action == ACTION), None)
+            if action is None:
+                # Its own context: an action is found again by request id.
+                action = objects.InstanceAction.action_start(cctxt, uuid,
+                                                             ACTION)
+                objects.InstanceAction.action_finish(cctxt, uuid,
+                                                     want_result=False)
+            elif details is None or any(
+                    event.event == EVENT for event in
+                    objects.InstanceActionEventList.get_by_action(
+                        cctxt, action.id)):
+                return
+            if details is None:
+                return
+            now = timeutils.utcnow()
+            try:
+                objects.InstanceActionEvent(
+                    cctxt, event=EVENT, start_time=now, finish_time=now,
+                    result='Success', host=host, details=details).create(
+                        uuid, action.request_id)
+            except Exception:
+                # The victim is terminated: only its explanation is lost,
+                # and this log line keeps it.
+                LOG.exception('OPIE: could not keep the explanation of '
+                              'preempted instance %s: %s', uuid, details)
 
     def _tag(self, cell_mapping, uuid):
         admin = nova_context.get_admin_context()
@@ -324,6 +362,19 @@ class Terminator:
             except exception.TooManyTags:
                 LOG.warning('OPIE: preempted instance %s has too many tags '
                             'to add %s', uuid, self.settings.preempted_tag)
+
+
+def explained(preemption, owners, request_info):
+    """The explanation of ``preemption`` kept with each of its victims:
+    the scheduler's (:mod:`opie.core.explain`) with the request
+    (``request_info``, from :func:`.notify.request_info`, or ``{'reason':
+    ...}`` for none) and the victims' ``owners`` (:func:`.notify.owners`),
+    as JSON; None without one."""
+    if preemption.explanation is None:
+        return None
+    request = None if 'reason' in request_info else request_info
+    return explain.dumps(explain.completed(
+        preemption.explanation, preemption.instance_uuid, request, owners))
 
 
 def _v2_catalog(catalog):

@@ -268,6 +268,25 @@ class BrokenFlavors(AuditCloud):
                          self.extra_specs(flavor_id))
         self.assertEqual(0, self.audit('--cloud')[0])
 
+    def test_a_bad_term_and_the_fix_given(self):
+        self.admin_api.post_extra_spec(self.preemptible['medium'], {
+            'extra_specs': {'opie:tier': 'gold'}})
+
+        code, out, _ = self.audit('--cloud')
+        self.assertEqual(1, code)
+        self.assert_one_problem(
+            out, 'flavor preemptible.medium',
+            "opie:tier='gold' is not a whole number from 0 to 1000, so the "
+            "scheduler reads it as tier 0")
+        self.assertIn('fix: opie-manage flavor set-terms preemptible.medium '
+                      '--tier N', out)
+
+        code, _, _ = self.opie_manage('flavor', 'set-terms',
+                                      'preemptible.medium', '--tier', '1')
+
+        self.assertEqual(0, code)
+        self.assertEqual(0, self.audit('--cloud')[0])
+
     def test_custom_amount_that_is_not_the_flavor_size(self):
         specs = cloud.preemptible_specs(1, 2000, 20)
         specs['resources:CUSTOM_PREEMPTIBLE_MEMORY_MB'] = '1000'

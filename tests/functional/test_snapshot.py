@@ -16,6 +16,7 @@ import os
 
 from tests.functional import test_audit
 from tests.functional import test_preemption
+from tests.functional import test_tiers
 
 
 class Snapshot(test_audit.AuditCloud):
@@ -61,3 +62,46 @@ class Snapshot(test_audit.AuditCloud):
         self.assertEqual(4, len(host['instances']))
         self.assertTrue(all(i['preemptible'] for i in host['instances']))
         self.assertIn('medium', document['flavors'])
+
+
+class TieredSnapshot(test_tiers.TermsCloud, test_audit.AuditCloud):
+    """Terms set with opie-manage flavor set-terms reach the scheduler and
+    the snapshot alike."""
+
+    def test_set_terms_then_plan_on_the_snapshot_agrees(self):
+        self.flavor('gold')
+        self.flavor('bronze')
+        code, out, err = self.opie_manage('flavor', 'set-terms', 'gold',
+                                          '--tier', '1',
+                                          '--minimum-uptime', '600')
+        self.assertEqual(0, code, err)
+        for i in range(4):
+            self.boot_as('gold', 'gold-%d' % i, 'host-A', 61 + i)
+            self.boot_as('bronze', 'bronze-%d' % i, 'host-B', 110 + i)
+        path = os.path.join(self.config_dir, 'cloud.json')
+        code, _, err = self.opie_manage('snapshot', '--output', path)
+        self.assertEqual(0, code, err)
+        code, out, err = self.opie_manage('plan', '--snapshot', path,
+                                          '--flavor', 'medium',
+                                          '--format', 'json')
+        self.assertEqual(0, code, err)
+        planned = json.loads(out)
+
+        server = self.boot('medium', 'normal')
+        self.wait_for_terminations()
+
+        with open(path) as f:
+            document = json.load(f)
+        self.assertEqual((1, 600), (document['flavors']['gold']['tier'],
+                                    document['flavors']['gold'][
+                                        'minimum_uptime']))
+        self.assertEqual({self.api_fixture.project_id}, {
+            i['project_id'] for h in document['hosts']
+            for i in h['instances']})
+        self.assertEqual('host-B', self.host_of(server))
+        self.assertEqual(planned['host'], self.host_of(server))
+        self.assertEqual(planned['victims'], self.victim_uuids())
+        code, out, _ = self.opie_manage('flavor', 'list')
+        self.assertIn('gold', out)
+        self.assertRegex(out, r'\ngold +2 vCPU, 4000 MB RAM, 40 GB disk +1 '
+                              r'+600 s\n')

@@ -65,6 +65,6 @@ def test_a_type_differs_in_a_list_item_too():
 
 
 def test_an_object_version_differs():
-    assert changed(lambda p: p.update({'nova_object.version': '1.1'})) == [
-        "notification.payload.nova_object.version: '1.1', the sample has "
-        "'1.0'"]
+    assert changed(lambda p: p.update({'nova_object.version': '1.0'})) == [
+        "notification.payload.nova_object.version: '1.0', the sample has "
+        "'1.1'"]

@@ -50,6 +50,10 @@ class PreemptionCostWeigher(weights.BaseHostWeigher):
         return None if option is None else -option.score
 
     def weigh_objects(self, weighed_obj_list, spec_obj):
+        plan = plan_mod.current()
+        if plan is not None:
+            # Nova's total weights, for the explanation of a preemption.
+            plan.weighed(weighed_obj_list)
         weights = super().weigh_objects(weighed_obj_list, spec_obj)
         # A host the plan refuses (PreemptibleFilter not enabled) ranks
         # with the dearest.

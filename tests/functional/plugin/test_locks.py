@@ -36,7 +36,7 @@ def _instance(name, minutes, locked_by=None, vm_state='active'):
     """A medium preemptible as Nova's Instance has it, launched
     ``minutes`` ago."""
     return types.SimpleNamespace(
-        uuid=name, flavor=MEDIUM, created_at=None,
+        uuid=name, flavor=MEDIUM, created_at=None, project_id='p',
         launched_at=helpers.NOW - datetime.timedelta(minutes=minutes),
         locked=locked_by is not None, locked_by=locked_by,
         task_state=None, vm_state=vm_state)

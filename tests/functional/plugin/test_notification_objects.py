@@ -29,10 +29,13 @@ from opie.nova import notify
 # major for one removed or changed in meaning), note it in
 # opie/nova/notify.py, then copy the new hash here.
 OBJECT_DATA = {
-    'PreemptionErrorPayload': '1.0-2afd7752feb04ce8d665c4eb324710cb',
-    'PreemptionPayload': '1.0-4e0f73f8db11b09066afb890667b7e91',
+    'PreemptionErrorPayload': '1.1-2afd7752feb04ce8d665c4eb324710cb',
+    'PreemptionExplanationPayload': '1.0-4dbce120c3638961e69985b22d5d7636',
+    'PreemptionPayload': '1.1-d14461776b181a28a8688fdf4a139a09',
+    'PreemptionRefusalPayload': '1.0-a67bc0766e84d1161c1d1bc672f33fe4',
     'PreemptionRequestPayload': '1.0-7ecc747f1ede246a25b7563769a8d86b',
-    'PreemptionVictimPayload': '1.0-1f5c99c8200ee4c3bc84f6d27378e16c',
+    'PreemptionRunnerUpPayload': '1.0-60376710f69283b02b24ab6e74649601',
+    'PreemptionVictimPayload': '1.1-ec40c1598c88f725e884b310853aea4e',
 }
 # Nova's objects OPIE's payloads carry, at the version the samples show: a
 # new one changes OPIE's notifications too (a version bump of OPIE's, a

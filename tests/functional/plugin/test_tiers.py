@@ -15,10 +15,13 @@ plan reorders Nova's weighed hosts so that no weight puts a host whose
 victims are of a higher tier before one whose are of a lower tier."""
 import dataclasses
 
+from opie.core import costs
+from opie.core import scheduling
 from opie.nova import plan as plan_mod
 from tests.functional.plugin import cloud as cloud_mod
 from tests.functional.plugin.cloud import spec
 from tests.functional.plugin.cloud import victim
+from tests.unit.core import helpers
 
 
 def _tiered(name, tier, *minutes):
@@ -44,3 +47,21 @@ def test_a_lower_tier_host_goes_first_even_when_its_victims_cost_more(
         ordered = plan.lowest_tier_first([by_name[n] for n in weighed])
     assert [s.host for s in ordered] == ['free', 'dear-tier0',
                                          'dearer-tier0', 'cheap-tier1']
+
+
+def test_a_host_the_request_fits_goes_before_any_preemption(cloud):
+    # Whatever Nova's weights say (an aggregate's overcommit multiplier
+    # set low), as scheduling.order, the dry run, says (found by review).
+    full = [victim('v%d' % i, minutes=40 + i) for i in range(4)]
+    cloud = cloud.host('tier0', preemptibles=full).host('roomy')
+    with plan_mod.activated(cloud.plan(spec('medium'))) as plan:
+        by_name = {s.host: s for s in cloud.host_states()}
+        ordered = plan.lowest_tier_first([by_name['tier0'],
+                                          by_name['roomy']])
+    core = scheduling.schedule(
+        scheduling.Request(helpers.MEDIUM),
+        [helpers.paper_host(n, cloud.instances[n]) for n in ('tier0',
+                                                             'roomy')],
+        costs.load_cost_model('period'), helpers.NOW)
+    assert core.host == 'roomy'
+    assert [s.host for s in ordered][0] == core.host

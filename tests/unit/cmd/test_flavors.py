@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``opie-manage flavor create-preemptible``: the twin's extra specs."""
+"""``opie-manage flavor``: the preemptible twin's extra specs, the
+terms of a preemptible flavor."""
 import pytest
 
 from opie.cmd import errors
@@ -117,3 +118,97 @@ def test_the_command_sets_the_flavor_right_then_leaves_it(
     assert out[-1] == ('flavor p.large (id f1) already is preemptible: left '
                        'unchanged')
     assert flavor_spec.check(cloud.flavor_of(source)) == []
+
+
+def test_set_terms_sets_only_the_terms_given_and_changed():
+    flavor = _marked(**{'opie:tier': '1'})
+
+    assert flavors.terms_to_set(flavor, tier=1, minimum_uptime=600) == {
+        'opie:minimum_uptime': '600'}
+    assert flavors.terms_to_set(flavor, tier=2) == {'opie:tier': '2'}
+    assert flavors.terms_to_set(flavor, minimum_uptime=0) == {
+        'opie:minimum_uptime': '0'}
+
+
+@pytest.mark.parametrize('extra_specs, tier, message', [
+    ({}, None, 'give --tier, --minimum-uptime or both'),
+    ({'opie:preemptible': 'no'}, 1, 'flavor p.large is not preemptible: '
+     'terms of preemption mean nothing to its servers; create its '
+     'preemptible twin with opie-manage flavor create-preemptible '
+     'p.large'),
+])
+def test_set_terms_refuses_what_means_nothing(extra_specs, tier, message):
+    with pytest.raises(errors.UsageError) as exc_info:
+        flavors.terms_to_set(_marked(**extra_specs), tier=tier)
+
+    assert str(exc_info.value) == message
+
+
+def _run(monkeypatch, source, *argv):
+    from opie.cmd import cloud
+    from opie.cmd import manage
+    conn = type('Conn', (), {'find_flavor': lambda self, name: source,
+                             'flavors': lambda self: [source]})()
+    monkeypatch.setattr(cloud, 'connect', lambda args: conn)
+    return manage.main(list(argv))
+
+
+def test_the_command_sets_the_terms_then_leaves_them(monkeypatch, capsys):
+    source = _Source()
+    argv = ('flavor', 'set-terms', 'p.large', '--tier', '2',
+            '--minimum-uptime', '600')
+
+    assert _run(monkeypatch, source, *argv) == 0
+    assert _run(monkeypatch, source, *argv) == 0
+
+    assert source.extra_specs == {'opie:preemptible': 'true',
+                                  'opie:tier': '2',
+                                  'opie:minimum_uptime': '600'}
+    assert capsys.readouterr().out.splitlines() == [
+        'set on flavor p.large (id f1): opie:minimum_uptime=600, '
+        'opie:tier=2; servers already running keep the terms they were '
+        'booted with until resized',
+        'flavor p.large (id f1) already has these terms: left unchanged']
+
+
+@pytest.mark.parametrize('option, value, reason', [
+    ('--tier', '-1', 'must be >= 0, got -1'),
+    ('--tier', '1001', 'must be <= 1000, got 1001'),
+    ('--tier', 'high', "expected a whole number, got 'high'"),
+    ('--minimum-uptime', '10m', "expected a whole number, got '10m'"),
+    ('--minimum-uptime', '31536001', 'must be <= 31536000, got 31536001'),
+])
+def test_bad_terms_are_one_line_and_exit_2(monkeypatch, capsys, option,
+                                           value, reason):
+    source = _Source()
+
+    with pytest.raises(SystemExit) as exc_info:
+        _run(monkeypatch, source, 'flavor', 'set-terms', 'p.large',
+             option, value)
+
+    err = capsys.readouterr().err
+    assert exc_info.value.code == 2
+    assert len(err.splitlines()) == 1
+    assert option in err and reason in err
+    assert source.extra_specs == {'opie:preemptible': 'true'}
+
+
+def test_list_shows_each_preemptible_flavor_its_terms_and_problems():
+    twin = flavor_spec.preemptible_specs(flavor_spec.Flavor('', 1, 512, 1))
+    found = flavors.terms_table([
+        flavor_spec.Flavor('m1.tiny', 1, 512, 1),
+        flavor_spec.Flavor('p.gold', 1, 512, 1, extra_specs=dict(
+            twin, **{'opie:tier': '2', 'opie:minimum_uptime': '3600'})),
+        flavor_spec.Flavor('p.tiny', 1, 512, 1, extra_specs=dict(
+            twin, **{'opie:minimum_uptime': 'soon'})),
+    ])
+
+    assert found == [
+        'FLAVOR  SIZE                           TIER  MINIMUM UPTIME',
+        'p.gold  1 vCPU, 512 MB RAM, 1 GB disk  2     3600 s',
+        'p.tiny  1 vCPU, 512 MB RAM, 1 GB disk  0     default',
+        "flavor p.tiny: opie:minimum_uptime='soon' is not a whole number "
+        "from 0 to 31536000, so the scheduler reads it as [opie] "
+        "minimum_uptime (fix: opie-manage flavor set-terms p.tiny "
+        "--minimum-uptime N)"]
+    assert flavors.terms_table([]) == ['no preemptible flavor']

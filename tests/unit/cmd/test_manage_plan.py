@@ -297,3 +297,32 @@ def _put(document, path, value):
         parent = parent[key]
     parent[path[-1]] = value
     return document
+
+
+def test_the_table_shows_the_tier_of_each_hosts_victims(capsys, tmp_path):
+    # Table 5 (host-A's victims the cheapest), with host-A's preemptibles
+    # of tier 1: the hosts of tier-0 victims go first.
+    data = json.loads((SNAPSHOTS / 'paper-table5.json').read_text())
+    for instance in data['hosts'][0]['instances']:
+        tiered = instance['flavor'] + '-tier1'
+        data['flavors'][tiered] = dict(data['flavors'][instance['flavor']],
+                                       tier=1)
+        instance['flavor'] = tiered
+    path = tmp_path / 'tiered.json'
+    path.write_text(json.dumps(data))
+    args = ('plan', '--snapshot', str(path), '--vcpus', '4',
+            '--memory-mb', '8000', '--disk-gb', '80')
+
+    rc, out, _ = _run(capsys, *args)
+    rc_json, out_json, _ = _run(capsys, *args, '--format', 'json')
+
+    assert rc == rc_json == 0
+    lines = out.splitlines()
+    header = next(line for line in lines if line.startswith('HOST'))
+    assert header.split()[:3] == ['HOST', 'FITS', 'TIER']
+    tiers = [line.split()[2] for line in lines[lines.index(header) + 1:]
+             if line.startswith('host-')]
+    assert tiers == ['0', '0', '1']
+    ranking = json.loads(out_json)['ranking']
+    assert [(o['host'], o['tier']) for o in ranking][-1] == ('host-A', 1)
+    assert json.loads(out_json)['host'] != 'host-A'

@@ -27,7 +27,8 @@ from opie.cmd import nova_conf
 from opie.nova import conf as opie_conf
 
 OPIE_FLAGS = ['--costs', 'period=1,count=60', '--billing-period', '600',
-              '--max-victims', '3', '--termination-mode', 'delete']
+              '--max-victims', '3', '--minimum-uptime', '600',
+              '--termination-mode', 'delete']
 SERVICE_USER = ['--auth-url', 'http://keystone/identity', '--username',
                 'nova', '--password-file', '-', '--project-name', 'service']
 NOVA_DEFAULT_FILTERS = ('ComputeFilter,ComputeCapabilitiesFilter,'
@@ -107,6 +108,7 @@ opie.nova.weights.preemption_cost.PreemptionCostWeigher
         costs = period=1,count=60
         billing_period = 600
         max_victims = 3
+        minimum_uptime = 600
         termination_mode = delete
         """ % NOVA_DEFAULT_FILTERS)
     settings = opie_conf.load_settings(nova_conf.load([str(conf_path)]))
@@ -219,6 +221,10 @@ def test_shelve_mode_writes_the_service_user(capsys, conf_path):
      "literal for int() with base 10: 'hourly'"),
     (['--max-victims', '-1'],
      '--max-victims -1: Should be greater than or equal to 0'),
+    (['--minimum-uptime', '-1'],
+     '--minimum-uptime -1: Should be greater than or equal to 0'),
+    (['--minimum-uptime', '31536001'],
+     '--minimum-uptime 31536001: Should be less than or equal to '),
     (['--termination-mode', 'kill'], '--termination-mode kill: Valid values '
      "are [delete, shelve], but found 'kill'"),
     (['--termination-mode', 'shelve'], '--termination-mode shelve needs the '

@@ -13,6 +13,7 @@
 """One decision under the operator's terms: tiers across hosts, minimum
 uptime and budgets, and the reasons a host is refused for them."""
 import dataclasses
+import datetime
 
 from hypothesis import given
 from hypothesis import settings
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from opie.core import budgets as budgets_mod
 from opie.core import costs
+from opie.core import host as host_mod
 from opie.core import resources as res
 from opie.core import scheduling
 from opie.core import victims
@@ -154,3 +156,49 @@ def test_the_decision_equals_brute_force_across_hosts(cloud):
     assert sorted(v.name for v in decision.victims) == sorted(
         v.name for v in found.victims)
     assert res.total(v.resources for v in decision.victims) == found.freed
+
+
+# --- a refusal names what stands in the way (found by review) -------------
+
+def _tight(*preemptibles, capacity=res.Resources(2, 4096, 40)):
+    """A host exactly full of ``preemptibles``."""
+    return host_mod.Host.from_instances('h', capacity, list(preemptibles))
+
+
+def _why(request, host, now=NOW, **kwargs):
+    return scheduling.assess_host(scheduling.Request(request), host, PERIOD,
+                                  now, **kwargs)[1]
+
+
+def test_waiting_is_not_suggested_when_the_victim_cap_refuses_anyway():
+    host = _tight(inst('old', S, minutes=60, uptime=600),
+                  inst('young', S, minutes=5, uptime=600))
+    assert _why(S + S, host, max_victims=1) == (
+        'freeing enough breaks the minimum uptime of younger preemptibles '
+        'and max_victims')
+    later = NOW + datetime.timedelta(minutes=10)
+    assert _why(S + S, host, later, max_victims=1) == (
+        scheduling.TOO_MANY_VICTIMS)
+
+
+def test_waiting_is_not_suggested_when_the_budget_refuses_anyway():
+    host = _tight(inst('old', S, minutes=60, project='a'),
+                  inst('young', S, minutes=5, project='a', uptime=600))
+    limits = budgets_mod.Budgets(DAY, {'a': 60})
+    assert _why(S + S, host, budgets=limits) == (
+        "freeing enough breaks the minimum uptime of younger preemptibles "
+        "and a project's preemption budget")
+
+
+def test_every_constraint_whose_lifting_alone_would_serve_is_named():
+    young = inst('young', L, minutes=5, uptime=600)
+    olds = [inst('o%d' % n, S, minutes=60) for n in range(4)]
+    host = _tight(young, *olds, capacity=res.Resources(8, 16384, 160))
+    assert _why(res.Resources(3, 1, 1), host, max_victims=2) == (
+        'freeing enough breaks the minimum uptime of younger preemptibles '
+        'or max_victims')
+    later = NOW + datetime.timedelta(minutes=10)
+    option, _ = scheduling.assess_host(
+        scheduling.Request(res.Resources(3, 1, 1)), host, PERIOD, later,
+        max_victims=2)
+    assert [v.name for v in option.victims] == ['young']

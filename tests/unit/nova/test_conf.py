@@ -55,6 +55,9 @@ def _error(tmp_path, lines):
     ('claimed_grace_period = 31536001', 'an integer >= 0 and <= 31536000'),
     ('billing_period = 0', 'an integer >= 1 and <= 31536000'),
     ('max_victims = -2', 'an integer >= 0'),
+    ('minimum_uptime = -1', 'an integer >= 0 and <= 31536000'),
+    ('minimum_uptime = 31536001', 'an integer >= 0 and <= 31536000'),
+    ('minimum_uptime = 10m', 'an integer >= 0 and <= 31536000'),
     ('max_victims = many', 'an integer >= 0'),
     ('ranking = best', 'one of victims, all-preemptibles'),
     ('termination_mode = kill', 'one of delete, shelve'),
@@ -110,6 +113,7 @@ def test_a_value_with_a_line_break_stays_one_line(tmp_path):
     'overcommit_weight_multiplier = 0',
     'preemption_cost_weight_multiplier = 0',
     'reconcile_interval = 0',
+    'minimum_uptime = 31536000',
     'costs = period=0.5,count=60',
     'preempted_tag = ' + 'x' * 60,
 ])
@@ -117,7 +121,8 @@ def test_edges_of_the_ranges_load(tmp_path, line):
     assert opie_conf.load_settings(_conf(tmp_path, line))
 
 
-@pytest.mark.parametrize('opt', opie_conf.opie_opts, ids=lambda o: o.dest)
+@pytest.mark.parametrize('opt', opie_conf.opie_opts + opie_conf.terms_opts,
+                         ids=lambda o: o.dest)
 def test_every_option_says_what_it_accepts(opt):
     """A type, and a range or choices where a number or a word is read
     (paths, topics and the costs string are checked otherwise)."""
