@@ -307,8 +307,6 @@ class Plan:
                 self.charged[charge.victim_uuid] = ledger.charge_consumer(
                     charge.victim_uuid, instance_uuid)
             self.remaining.spend(spent)
-            # Any host's verdict may have counted on that budget.
-            self._options.clear()
         for victim, claimed in zip(victims, claims):
             record.preemptibles.remove(victim)
             record.preemptible_used -= victim.resources
@@ -318,6 +316,10 @@ class Plan:
         if victims:
             self.preempted(record, instance_uuid, victims, cost)
             self._changed(record, budget_spent=True)
+        if charges:
+            # Any host's verdict may have counted on that budget (cleared
+            # once the preemption is explained from them).
+            self._options.clear()
 
     def not_victims(self, record, victims):
         """The uuids of ``victims`` the database says are no eligible
