@@ -88,6 +88,12 @@ class Cloud:
             return None
         return response.json()['inventories']
 
+    def placement_client(self):
+        """Placement through the interface of Nova's report client
+        (``get``, ``post``, ``put``, ``delete`` answering a response
+        whatever its status), for code the scheduler shares."""
+        return PlacementClient(self.placement)
+
     def placement_get(self, url):
         """The decoded body of a Placement GET, or None on 404."""
         try:
@@ -124,6 +130,30 @@ class Cloud:
             return self.nova.servers.get(uuid)
         except nova_exceptions.NotFound:
             return None
+
+
+class PlacementClient:
+    """A keystoneauth adapter of Placement as Nova's report client calls
+    it: a microversion per call, the response whatever its status."""
+
+    def __init__(self, placement):
+        self._placement = placement
+
+    def get(self, url, version=None, global_request_id=None):
+        return self._placement.get(url, microversion=version,
+                                   raise_exc=False)
+
+    def post(self, url, data, version=None, global_request_id=None):
+        return self._placement.post(url, json=data, microversion=version,
+                                    raise_exc=False)
+
+    def put(self, url, data, version=None, global_request_id=None):
+        return self._placement.put(url, json=data, microversion=version,
+                                   raise_exc=False)
+
+    def delete(self, url, version=None, global_request_id=None):
+        return self._placement.delete(url, microversion=version,
+                                      raise_exc=False)
 
 
 def _every(list_page, **kwargs):

@@ -15,8 +15,8 @@
 ``plan`` (below), ``flavor`` (:mod:`.flavors`), ``provider-config``
 (:mod:`.provider_config_command`), ``nova-conf``
 (:mod:`.nova_conf_command`), ``audit`` (:mod:`.audit`), ``snapshot``
-(:mod:`.snapshot_command`), ``rollback`` (:mod:`.rollback`) and
-``history`` (:mod:`.history`). Bad input
+(:mod:`.snapshot_command`), ``rollback`` (:mod:`.rollback`), ``history``
+(:mod:`.history`) and ``budget`` (:mod:`.budget_command`). Bad input
 always ends with a one-line message naming the problem and exit code 2.
 
 ``opie-manage plan`` is a dry run (:data:`PLAN_DESCRIPTION`). The snapshot
@@ -32,6 +32,7 @@ from opie import arguments
 from opie import oneline
 from opie import version as opie_version
 from opie.cmd import audit
+from opie.cmd import budget_command
 from opie.cmd import errors
 from opie.cmd import flavors as flavor_cmd
 from opie.cmd import history
@@ -200,6 +201,7 @@ def build_parser():
     snapshot_command.register(subparsers)
     rollback.register(subparsers)
     history.register(subparsers)
+    budget_command.register(subparsers)
     return parser
 
 

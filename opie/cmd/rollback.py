@@ -38,7 +38,8 @@ So, in this order::
    OPIE's filter stays in the schedulers' nova.conf: ``keep`` with
    ``--config-file`` is refused).
 3. It removes the host tokens, the lease, the coordination provider, the
-   OPIE inventories nobody uses, and the resource classes nobody has.
+   preemption budgets' ledgers with their charges (:mod:`opie.nova.ledger`),
+   the OPIE inventories nobody uses, and the resource classes nobody has.
 4. With ``--config-file``, it removes OPIE's settings from that scheduler
    nova.conf, as ``opie-manage nova-conf scheduler --remove`` does, once
    no preemptible server is left (safe mode needs OPIE's filter).
@@ -68,6 +69,7 @@ from opie.cmd import options
 from opie.core import preemptible
 from opie.nova import heartbeat
 from opie.nova import lease
+from opie.nova import ledger
 from opie.nova import token
 
 EXIT_LEFT = 1
@@ -77,7 +79,8 @@ DELETE, SHELVE, KEEP = 'delete', 'shelve', 'keep'
 SHELVED = 'SHELVED'
 PAST = {'remove': 'removed', DELETE: 'deleted', SHELVE: 'shelved'}
 # Every resource class OPIE creates.
-CLASSES = preemptible.PROVIDER_CONFIG_CLASSES + (lease.RESOURCE_CLASS,)
+CLASSES = preemptible.PROVIDER_CONFIG_CLASSES + (lease.RESOURCE_CLASS,
+                                                 ledger.RESOURCE_CLASS)
 # Seconds between two looks at Placement while servers leave.
 POLL_SECONDS = 2
 DEFAULT_TIMEOUT = 600
@@ -366,6 +369,7 @@ def remove(conn, nodes, report):
     for node in nodes:
         _remove_token(conn, node, report)
     _remove_lease(conn, report)
+    _remove_ledgers(conn, report)
     for node in nodes:
         _remove_inventories(conn, node, report)
     _remove_classes(conn, nodes, report)
@@ -400,6 +404,37 @@ def _remove_lease(conn, report):
         report.leave('resource provider %s' % lease.PROVIDER_NAME,
                      'an opie-scheduler took the lease again: it still '
                      'runs somewhere')
+
+
+def _remove_ledgers(conn, report):
+    """The preemption budgets' ledgers (:mod:`opie.nova.ledger`): their
+    charges, then the providers, then their traits."""
+    # Placement refuses to list by a trait it does not know.
+    traits = (conn.placement_get('/traits?name=in:%s,%s' % (
+        ledger.TRAIT, ledger.SET_TRAIT)) or {}).get('traits', [])
+    found = {}
+    if ledger.TRAIT in traits:
+        found = conn.placement_get('/resource_providers?required=%s'
+                                   % ledger.TRAIT) or {}
+    for provider in found.get('resource_providers', ()):
+        url = '/resource_providers/%s' % provider['uuid']
+        held = conn.placement_get(url + '/allocations') or {}
+        what = 'preemption budget ledger %s (%s)' % (provider['name'],
+                                                     provider['uuid'])
+        report.act('remove', '%s and its %d charge(s)' % (
+            what, len(held.get('allocations', {}))))
+        if report.dry_run:
+            continue
+        for consumer in held.get('allocations', {}):
+            conn.placement_delete('/allocations/%s' % consumer)
+        if conn.placement_delete(url) is False:
+            report.leave(what, 'charged again meanwhile: an opie-scheduler '
+                         'still runs somewhere')
+    for name in sorted(traits):
+        report.act('remove', 'trait %s' % name)
+        if not report.dry_run and conn.placement_delete(
+                '/traits/%s' % name) is False:
+            report.leave('trait %s' % name, 'a ledger has it again')
 
 
 def _remove_inventories(conn, node, report):

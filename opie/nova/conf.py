@@ -361,6 +361,44 @@ preempted first.
 ]
 
 
+# Preemption budgets (:mod:`.ledger`): how much of each project's running
+# time preemptions may take in a rolling window.
+budget_opts = [
+    cfg.Opt(
+        'preemption_budget_vcpu_hours',
+        # Placement holds at most 2^31 - 1 units (vCPU-minutes).
+        type=FiniteFloat(min=0, max=(2 ** 31 - 1) // 60),
+        help="""
+Default preemption budget of a project: the most preempted vCPU-hours its
+preemptible servers may lose in any ``preemption_budget_window``. A
+preemption charges each victim's vCPUs times its run time (at most one
+window), in whole vCPU-minutes; a normal request never takes a set of
+victims whose charges exceed what their projects have left, and fails
+saying so when only such a set would make room. ``opie-manage budget set``
+overrides it for one project.
+
+Unset (the default): projects without a budget of their own have none and
+are never charged. 0: their servers are never preempted. Counted in
+vCPU-minutes, rounded to the nearest. The scheduler writes it into a
+project's ledger in Placement when it first charges the project; the
+reconciler's lease holder brings the ledgers that follow it to a new value
+at its next pass.
+"""),
+    cfg.IntOpt(
+        'preemption_budget_window',
+        default=86400,
+        max=ONE_YEAR,
+        min=60,
+        help="""
+Seconds of the rolling window of the preemption budgets: a charge counts
+against its project's budget for this long after the preemption (the
+reconciler's lease holder removes it at its first pass after that), and a
+victim is charged for at most this much of its run time.
+"""),
+]
+opie_opts += budget_opts
+
+
 def register_opts(conf):
     conf.register_group(opie_group)
     conf.register_opts(opie_opts, group=opie_group)
@@ -393,6 +431,10 @@ class Settings:
     preempt_on_move: frozenset
     termination_mode: str
     preempted_tag: str
+    # Preemption budgets: the default in vCPU-minutes (None: no default)
+    # and the window in seconds.
+    budget_minutes: int | None = None
+    budget_window: int = 86400
 
 
 def allowed(opt):
@@ -439,6 +481,14 @@ def _read_all(conf):
     return group
 
 
+def vcpu_minutes(vcpu_hours):
+    """A budget of ``vcpu_hours`` in whole vCPU-minutes, the unit charged
+    (None stays None: no budget)."""
+    if vcpu_hours is None:
+        return None
+    return round(vcpu_hours * 60)
+
+
 def load_settings(conf):
     """Validate ``conf.opie``; raise :class:`ConfigError` naming the option.
     """
@@ -449,7 +499,9 @@ def load_settings(conf):
         max_victims=group.max_victims or None,
         preempt_on_move=frozenset(group.preempt_on_move),
         termination_mode=group.termination_mode,
-        preempted_tag=group.preempted_tag)
+        preempted_tag=group.preempted_tag,
+        budget_minutes=vcpu_minutes(group.preemption_budget_vcpu_hours),
+        budget_window=group.preemption_budget_window)
     try:
         cost_model = costs.load_cost_model(spec, period)
     except ValueError as exc:

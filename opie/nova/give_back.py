@@ -35,14 +35,18 @@ from nova import objects
 
 from opie.nova import claim
 from opie.nova import hoststate
+from opie.nova import ledger
 
 LOG = logging.getLogger(__name__)
 
 
-def on_host(client, context, record, taken):
+def on_host(client, context, record, taken, charged=None):
     """Give ``taken`` ((victim, Claim) pairs on ``record``) their
     allocations back where h_f still has room for them; the victims whose
-    room is gone."""
+    room is gone. A victim given back is not preempted: its charge to its
+    project's budget (``charged``: victim uuid -> charge consumer, from
+    :mod:`.ledger`) is deleted in the same write."""
+    charged = charged or {}
     for _ in range(claim.WRITE_ATTEMPTS):
         generation = claim.read_token(client, context, record.uuid)
         record.apply_usage(hoststate.read_usages(client, context,
@@ -55,9 +59,12 @@ def on_host(client, context, record, taken):
                 back.append((victim, claimed))
             else:
                 lost.append(victim)
-        if not back or claim.write(
-                client, context, record.uuid, generation,
-                {c.uuid: claim.restored(c) for _, c in back}) is not None:
+        consumers = _refunds(client, context,
+                             [charged[c.uuid] for _, c in back
+                              if c.uuid in charged])
+        consumers.update({c.uuid: claim.restored(c) for _, c in back})
+        if not back or claim.write(client, context, record.uuid,
+                                   generation, consumers) is not None:
             _forget_deleted(client, context, record,
                             [c.uuid for _, c in back])
             return lost
@@ -65,6 +72,15 @@ def on_host(client, context, record, taken):
               'kept changing; the reconciler tries again',
               [c.uuid for _, c in taken], record.host)
     return []
+
+
+def _refunds(client, context, charges):
+    """The part of a write deleting the ``charges`` still held, each at
+    the consumer generation read now."""
+    found = {uuid: claim.read_consumer(client, context, uuid)
+             for uuid in charges}
+    return {uuid: ledger.removed(body) for uuid, body in found.items()
+            if body.get('allocations')}
 
 
 def _forget_deleted(client, context, record, uuids):

@@ -40,7 +40,9 @@ host would lose. Then, phase by phase:
 * **reserve**: as Nova claims the best host for each instance, OPIE makes
   that claim one compare-and-swap on the host (:mod:`.claim`): the
   instance's allocations, its victims emptied, and the host token at the
-  generation the decision was made on. Each victim's row is read again
+  generation the decision was made on, and each victim's charge to its
+  project's preemption budget (:mod:`.ledger`), which Placement refuses
+  with the rest if a budget ran out. Each victim's row is read again
   first: the cache chose it, the database must still have it as an
   eligible preemptible on that node. A refused write means another
   writer changed the host: it is read again (token, then usage and
@@ -101,6 +103,7 @@ from opie.nova import heartbeat
 from opie.nova import hoststate
 from opie.nova import instance_cache
 from opie.nova import lease
+from opie.nova import ledger
 from opie.nova import metrics
 from opie.nova import notify
 from opie.nova import operations
@@ -170,7 +173,9 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 elevated, self.host_manager.cells, self.placement_client,
                 self.instances),
             operation=lambda: operations.operation(elevated, spec_obj),
-            now=timeutils.utcnow(), generations=_GENERATIONS.get())
+            now=timeutils.utcnow(), generations=_GENERATIONS.get(),
+            remaining=ledger.Remaining(self.placement_client, elevated,
+                                       self.settings.budget_minutes))
         with plan_mod.activated(plan):
             try:
                 selections = super()._schedule(
@@ -239,7 +244,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
         for record, taken in by_host.values():
             try:
                 lost = give_back.on_host(self.placement_client, context,
-                                         record, taken)
+                                         record, taken, plan.charged)
             except Exception:
                 # Never instead of the request's own error. The victims
                 # hold nothing and run on; the reconciler gives them back
@@ -398,7 +403,12 @@ class ClaimingClient:
             claims = self._read_victims(plan, context, record, victims)
             if claims is None:
                 continue
-            consumers = {c.uuid: claim.emptied(c) for c in claims}
+            # Each victim's charge to its project's budget goes in the
+            # same write: Placement refuses it all if a budget ran out.
+            charges = plan.charges(victims)
+            consumers = ledger.entries(consumer_uuid, charges,
+                                       plan.charges_until())
+            consumers.update({c.uuid: claim.emptied(c) for c in claims})
             consumers[consumer_uuid] = instance
             generation = claim.write(self._client, context, record.uuid,
                                      record.generation, consumers,
@@ -407,13 +417,14 @@ class ClaimingClient:
                 metrics.CLAIM_CONFLICTS.labels(writer='scheduler').inc()
                 self._tokens.forget(record.uuid)
                 plan.stale(record)
+                plan.remaining.forget({c.project_id for c in charges})
                 continue
             self._tokens.learn(record.uuid, generation)
             if instance['consumer_generation'] is None:
                 # A new consumer: a failure must remove it.
                 plan.placed.append(consumer_uuid)
             plan.committed(record, generation, consumer_uuid, victims,
-                           claims, option.cost)
+                           claims, option.cost, charges)
             return True
         metrics.HOSTS_ABANDONED.inc()
         plan.abandoned(record)

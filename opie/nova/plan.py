@@ -28,15 +28,18 @@ import collections
 import contextlib
 import contextvars
 import dataclasses
+import datetime
 import math
 
 from oslo_log import log as logging
 
+from opie.core import budgets as core_budgets
 from opie.core import explain
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
 from opie.nova import hoststate
+from opie.nova import ledger
 from opie.nova import operations
 
 # A host OPIE cannot write to atomically is never chosen.
@@ -98,10 +101,12 @@ class Plan:
     :param now: the time costs are computed at
     :param generations: host token generations known before the request
         read the hosts' usage (:meth:`.token.Generations.snapshot`)
+    :param remaining: what each project has left of its preemption budget
+        (:class:`.ledger.Remaining`), or None: no budget
     """
 
     def __init__(self, context, request, settings, load_instances,
-                 operation, now, generations=None):
+                 operation, now, generations=None, remaining=None):
         self.context = context
         self.request = request
         self.settings = settings
@@ -126,6 +131,9 @@ class Plan:
         # stale: read in full on their next refresh.
         self._stale_lists = set()
         self.preemptions = []       # Preemption, to terminate at the end
+        self.remaining = remaining
+        # Victim uuid -> the consumer charging it, to refund on give-back.
+        self.charged = {}
         # Nova's order of the hosts for the instance being placed, with
         # their weights: [(host uuid, weight or None)], None until Nova
         # ranks them; the weighing it comes from; hosts whose claims kept
@@ -209,7 +217,44 @@ class Plan:
             max_victims -= self.victims_taken
         return scheduling.assess_host(
             self.request, host, self.settings.cost_model, self.now,
-            max_victims=max_victims, ranking=self.settings.ranking)
+            max_victims=max_victims, ranking=self.settings.ranking,
+            budgets=self._budgets(host))
+
+    def _budgets(self, host):
+        """The core's Budgets of the projects that own ``host``'s
+        preemptibles, read only where victims are needed: a host the
+        request fits costs no budget read."""
+        if (self.remaining is None or self.request.preemptible
+                or host.free_full.covers(self.request.resources)):
+            return None
+        left = self.remaining.of({i.project_id for i in host.preemptibles})
+        if not left:
+            # No project here has a budget: the search is unconstrained.
+            return None
+        return core_budgets.Budgets(self.settings.budget_window, left)
+
+    def charges(self, victims):
+        """The :class:`.ledger.Charge` of each of ``victims`` whose
+        project has a budget; the ledgers of those projects exist once
+        this returns (so a write can charge them)."""
+        budgets = core_budgets.Budgets(
+            self.settings.budget_window,
+            self.remaining.of({v.project_id for v in victims})
+            if self.remaining is not None else {})
+        found = [ledger.Charge(v.uuid, v.project_id,
+                               budgets.charge(v, self.now))
+                 for v in victims if budgets.limit(v.project_id) is not None]
+        # A victim not launched yet costs nothing (and Placement holds no
+        # allocation of 0).
+        found = [c for c in found if c.minutes]
+        if found:
+            self.remaining.ensure({c.project_id for c in found})
+        return found
+
+    def charges_until(self):
+        """When charges the request writes expire."""
+        return self.now + datetime.timedelta(
+            seconds=self.settings.budget_window)
 
     def _needs_instances(self, record):
         if record.preemptibles is not None:
@@ -248,10 +293,20 @@ class Plan:
         self._changed(record)
 
     def committed(self, record, generation, instance_uuid, victims,
-                  claims, cost):
+                  claims, cost, charges=()):
         """Placement took ``victims`` (with their ``claims``) on
-        ``record`` for ``instance_uuid`` at token ``generation``."""
+        ``record`` for ``instance_uuid`` at token ``generation``, and
+        charged their projects' budgets ``charges``
+        (:class:`.ledger.Charge`): the request's later instances have that
+        much less."""
         record.generation = generation
+        if charges:
+            spent = collections.Counter()
+            for charge in charges:
+                spent[charge.project_id] += charge.minutes
+                self.charged[charge.victim_uuid] = ledger.charge_consumer(
+                    charge.victim_uuid, instance_uuid)
+            self.remaining.spend(spent)
         for victim, claimed in zip(victims, claims):
             record.preemptibles.remove(victim)
             record.preemptible_used -= victim.resources
@@ -261,6 +316,10 @@ class Plan:
         if victims:
             self.preempted(record, instance_uuid, victims, cost)
             self._changed(record, budget_spent=True)
+        if charges:
+            # Any host's verdict may have counted on that budget (cleared
+            # once the preemption is explained from them).
+            self._options.clear()
 
     def not_victims(self, record, victims):
         """The uuids of ``victims`` the database says are no eligible

@@ -49,6 +49,10 @@ instance action, delete or shelve, notification):
   changed since is left to the next pass) and terminated (notification
   reason ``reconcile``).
 
+Last, the preemption budgets' ledgers (:mod:`.ledger`): charges older
+than ``[opie] preemption_budget_window`` are deleted, and the ledgers that
+follow the default budget are brought to it.
+
 A pass that goes to its end is exported as the time of the last success,
 and what the second part reads from Placement as the capacity left per
 aggregate (:mod:`.metrics`).
@@ -73,6 +77,7 @@ from opie.nova import claim
 from opie.nova import give_back
 from opie.nova import hoststate
 from opie.nova import interruptions
+from opie.nova import ledger
 from opie.nova import metrics
 from opie.nova import plan as plan_mod
 from opie.nova import terminate
@@ -116,6 +121,7 @@ class Reconciler:
         self._claimed_since = {}
         # When this process last published the interruption rates.
         self._rates_at = None
+        self.ledgers = ledger.Keeper(placement_client)
 
     def run(self, context, now=None, renew=lambda: True):
         """One pass; returns the Preemptions made. ``renew()`` is called
@@ -148,11 +154,13 @@ class Reconciler:
                                               renew):
                 done += self.terminator.terminate([repair],
                                                   {'reason': 'reconcile'})
+            self.ledgers.run(context, now, self.settings.budget_minutes,
+                             renew)
             metrics.reconciled()
         except LeaseLost:
             LOG.warning('OPIE: the reconciler lease was lost during a pass; '
                         'its holder goes on')
-        except claim.ClaimError as exc:
+        except (claim.ClaimError, ledger.LedgerError) as exc:
             # Placement failed mid-pass: the next pass starts over.
             LOG.warning('OPIE: reconcile pass stopped: %s', exc)
         return done

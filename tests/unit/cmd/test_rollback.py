@@ -27,6 +27,7 @@ from opie.cmd import manage
 from opie.cmd import rollback
 from opie.core import preemptible
 from opie.nova import lease
+from opie.nova import ledger
 from opie.nova import token
 
 OPIE_INVENTORY = {name: {'total': 8}
@@ -70,8 +71,9 @@ class FakeCloud:
 
     def __init__(self):
         self.providers = {}     # uuid -> (name, inventories, consumers)
-        self.classes = set(preemptible.PROVIDER_CONFIG_CLASSES) | {
-            lease.RESOURCE_CLASS}
+        self.classes = set(rollback.CLASSES)
+        self.traits = set()
+        self.ledgers = set()    # provider uuids
         self.users = {}
         self.deleted = []
         self.servers = FakeServers(self)
@@ -93,6 +95,18 @@ class FakeCloud:
             {lease.CONSUMER_UUID: {lease.RESOURCE_CLASS: 1}})
         self.users[lease.CONSUMER_UUID] = 'sched-1:42:abcd'
 
+    def add_ledger(self, project, charges):
+        uuid = ledger.provider_uuid(project)
+        self.providers[uuid] = (
+            ledger.provider_name(project),
+            {ledger.RESOURCE_CLASS: {'total': 600}},
+            {consumer: {ledger.RESOURCE_CLASS: minutes}
+             for consumer, minutes in charges.items()})
+        self.ledgers.add(uuid)
+        self.traits |= {ledger.TRAIT, ledger.SET_TRAIT}
+        self.classes.add(ledger.RESOURCE_CLASS)
+        return uuid
+
     def free(self, consumer):
         for _, _, consumers in self.providers.values():
             consumers.pop(consumer, None)
@@ -101,7 +115,7 @@ class FakeCloud:
     def compute_nodes(self):
         return [types.SimpleNamespace(id=uuid, hypervisor_hostname=name)
                 for uuid, (name, _, _) in self.providers.items()
-                if uuid != lease.PROVIDER_UUID]
+                if uuid != lease.PROVIDER_UUID and uuid not in self.ledgers]
 
     def inventories(self, uuid):
         return dict(self.providers[uuid][1])
@@ -126,6 +140,14 @@ class FakeCloud:
                     'user_id': self.users.get(parts[1])}
         if parts[0] == 'resource_classes':
             return {} if parts[1] in self.classes else None
+        if parts[0].startswith('traits?name=in:'):
+            names = parts[0].partition(':')[2].split(',')
+            return {'traits': sorted(self.traits & set(names))}
+        if parts[0] == 'resource_providers?required=%s' % ledger.TRAIT:
+            assert ledger.TRAIT in self.traits, 'Placement answers 400'
+            return {'resource_providers': [
+                {'uuid': uuid, 'name': self.providers[uuid][0]}
+                for uuid in sorted(self.ledgers)]}
         if parts[1] not in self.providers:
             return None
         if parts[-1] == 'allocations':
@@ -145,6 +167,10 @@ class FakeCloud:
                    for _, inventories, _ in self.providers.values()):
                 return False
             self.classes.discard(parts[1])
+        elif parts[0] == 'traits':
+            if any(uuid in self.providers for uuid in self.ledgers):
+                return False
+            self.traits.discard(parts[1])
         elif len(parts) == 2:
             if self.providers[parts[1]][2]:
                 return False
@@ -360,6 +386,24 @@ def test_removes_everything_of_opie(fake, capsys, stale_beat):
     # Again: nothing to do.
     code, out, _ = run(capsys, '--heartbeat-file', stale_beat)
     assert (code, out) == (0, 'nothing of OPIE is left in Placement\n')
+
+
+def test_removes_the_budget_ledgers_and_their_charges(
+        fake, capsys, stale_beat):
+    fake.add_node('host-A')
+    uuid = fake.add_ledger('p1', {'c1': 132, 'c2': 160})
+
+    code, out, err = run(capsys, '--heartbeat-file', stale_beat)
+
+    assert (code, err) == (0, '')
+    lines = out.splitlines()
+    assert ('removed preemption budget ledger opie-budget-p1 (%s) and its '
+            '2 charge(s)' % uuid) in lines
+    assert 'removed trait %s' % ledger.TRAIT in lines
+    assert 'removed resource class %s' % ledger.RESOURCE_CLASS in lines
+    assert lines[-1] == 'nothing of OPIE is left in Placement'
+    assert uuid not in fake.providers
+    assert (fake.traits, fake.classes) == (set(), set())
 
 
 def test_dry_run_changes_nothing(fake, capsys, stale_beat):
