@@ -459,6 +459,26 @@ class Keeper:
             self._known[consumer] = body
         return self._known[consumer]
 
+    def _put_default(self, context, base, minutes):
+        """The default into a ledger that still follows it, at the
+        generation its traits were read at: an operator's ``budget set``
+        (traits first, then inventory) landing after the pass listed the
+        ledger makes this write refused, and the next attempt sees its
+        trait and leaves the ledger alone."""
+        traits = get(self._client, context, base + '/traits')
+        if traits is None or SET_TRAIT in traits['traits']:
+            return None
+        current = get(self._client, context, base + '/inventories')
+        generation = traits['resource_provider_generation']
+        if current is None or current['resource_provider_generation'] != (
+                generation):
+            return False
+        if capacity(current['inventories']) == minutes:
+            return None
+        return _send(self._client, context, 'put', base + '/inventories', {
+            'inventories': {RESOURCE_CLASS: inventory(minutes)},
+            'resource_provider_generation': generation}) != 409
+
     @staticmethod
     def _due(consumer, body, now):
         until = expires(body.get('user_id'))
@@ -474,8 +494,7 @@ class Keeper:
         once it holds no charge if there is none."""
         if default is not None:
             base = '/resource_providers/%s' % provider_uuid(project)
-            _retry(lambda: _put_inventory(self._client, context, base,
-                                          default, replace=True))
+            _retry(lambda: self._put_default(context, base, default))
         elif not charges:
             # 409: charged meanwhile (by a worker with another default).
             _send(self._client, context, 'delete', '/resource_providers/%s'

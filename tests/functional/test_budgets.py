@@ -365,3 +365,37 @@ class RaceForTheLastOfABudget(Budgets):
         self.assertIn(self.ledger_usage(), (334, 338))
         self.assert_within_budget()
         self.assert_within_capacity()
+
+
+class KeeperRacesAnOperator(Budgets):
+    """The lease holder lists the ledgers that follow the default at the
+    start of its pass; an operator's ``budget set`` landing before it
+    brings one to the default is kept (found by review: a budget of 0 set
+    to protect a project was replaced by the default)."""
+    OPIE = {'preemption_budget_vcpu_hours': 3,
+            'preemption_budget_window': 3600}
+
+    def setUp(self):
+        super().setUp()
+        test_preemption.fill_with_preemptibles(self)
+
+    def test_an_explicit_budget_set_during_a_pass_is_kept(self):
+        client = self.scheduler.manager.placement_client
+        context = nova_context.get_admin_context()
+        # A ledger following the default, as a first charge writes it.
+        ledger.write(client, context, self.project, 180, explicit=False,
+                     replace=False)
+        self.assertEqual(180, self.ledger_capacity())
+        pending = [lambda: self.set_budget(0)]
+        real = ledger.Keeper._follow
+
+        def follow(keeper, *args, **kwargs):
+            if pending:
+                pending.pop()()
+            return real(keeper, *args, **kwargs)
+        self.stub_out('opie.nova.ledger.Keeper._follow', follow)
+
+        ledger.Keeper(client).run(context, timeutils.utcnow(), 180)
+
+        self.assertEqual([], pending)
+        self.assertEqual(0, self.ledger_capacity())
