@@ -143,21 +143,28 @@ def specs_to_set(flavor):
     return flavor_spec.missing_specs(flavor)
 
 
-def set_command(args):
+def _set_missing(args, to_set):
+    """Set on the flavor ``args.flavor`` names the extra specs
+    ``to_set(flavor)`` says it lacks: ``(flavor, its id, what was set)``."""
     from opie.cmd import cloud
     with cloud.errors_as_usage():
         conn = cloud.connect(args)
         source = _find(conn, args.flavor)
         flavor = cloud.flavor_of(source)
-        specs = specs_to_set(flavor)
+        specs = to_set(flavor)
         if specs:
             source.set_keys(specs)
+    return flavor, source.id, specs
+
+
+def set_command(args):
+    flavor, flavor_id, specs = _set_missing(args, specs_to_set)
     if not specs:
         print('flavor %s (id %s) already is preemptible: left unchanged'
-              % (flavor.name, source.id))
+              % (flavor.name, flavor_id))
         return 0
     print('set on flavor %s (id %s), %s:'
-          % (flavor.name, source.id, flavor.size()))
+          % (flavor.name, flavor_id, flavor.size()))
     for key in sorted(specs):
         print('  %s=%s' % (key, specs[key]))
     return 0
@@ -181,21 +188,15 @@ def terms_to_set(flavor, tier=None, minimum_uptime=None):
 
 
 def set_terms_command(args):
-    from opie.cmd import cloud
-    with cloud.errors_as_usage():
-        conn = cloud.connect(args)
-        source = _find(conn, args.flavor)
-        flavor = cloud.flavor_of(source)
-        specs = terms_to_set(flavor, args.tier, args.minimum_uptime)
-        if specs:
-            source.set_keys(specs)
+    flavor, flavor_id, specs = _set_missing(args, lambda flavor: terms_to_set(
+        flavor, args.tier, args.minimum_uptime))
     if not specs:
         print('flavor %s (id %s) already has these terms: left unchanged'
-              % (flavor.name, source.id))
+              % (flavor.name, flavor_id))
         return 0
     print('set on flavor %s (id %s): %s; servers already running keep '
           'the terms they were booted with until resized' % (
-              flavor.name, source.id,
+              flavor.name, flavor_id,
               ', '.join('%s=%s' % item for item in sorted(specs.items()))))
     return 0
 

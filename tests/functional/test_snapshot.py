@@ -19,6 +19,21 @@ from tests.functional import test_preemption
 from tests.functional import test_tiers
 
 
+def plan_then_boot(test):
+    """``opie-manage plan`` of a medium normal server on a snapshot of
+    ``test``'s cloud, then the server booted for real: (the plan as JSON,
+    the server, its victims terminated)."""
+    path = os.path.join(test.config_dir, 'cloud.json')
+    code, _, err = test.opie_manage('snapshot', '--output', path)
+    test.assertEqual(0, code, err)
+    code, out, err = test.opie_manage('plan', '--snapshot', path, '--flavor',
+                                      'medium', '--format', 'json')
+    test.assertEqual(0, code, err)
+    server = test.boot('medium', 'normal')
+    test.wait_for_terminations()
+    return json.loads(out), server
+
+
 class Snapshot(test_audit.AuditCloud):
 
     def setUp(self):
@@ -26,17 +41,7 @@ class Snapshot(test_audit.AuditCloud):
         test_preemption.fill_with_preemptibles(self)
 
     def test_plan_on_the_snapshot_is_what_the_scheduler_does(self):
-        path = os.path.join(self.config_dir, 'cloud.json')
-        code, _, err = self.opie_manage('snapshot', '--output', path)
-        self.assertEqual(0, code, err)
-        code, out, err = self.opie_manage('plan', '--snapshot', path,
-                                          '--flavor', 'medium',
-                                          '--format', 'json')
-        self.assertEqual(0, code, err)
-        planned = json.loads(out)
-
-        server = self.boot('medium', 'normal')
-        self.wait_for_terminations()
+        planned, server = plan_then_boot(self)
 
         self.assertEqual(planned['host'], self.host_of(server))
         self.assertEqual(sorted(planned['victims']),
@@ -78,19 +83,9 @@ class TieredSnapshot(test_tiers.TermsCloud, test_audit.AuditCloud):
         for i in range(4):
             self.boot_as('gold', 'gold-%d' % i, 'host-A', 61 + i)
             self.boot_as('bronze', 'bronze-%d' % i, 'host-B', 110 + i)
-        path = os.path.join(self.config_dir, 'cloud.json')
-        code, _, err = self.opie_manage('snapshot', '--output', path)
-        self.assertEqual(0, code, err)
-        code, out, err = self.opie_manage('plan', '--snapshot', path,
-                                          '--flavor', 'medium',
-                                          '--format', 'json')
-        self.assertEqual(0, code, err)
-        planned = json.loads(out)
+        planned, server = plan_then_boot(self)
 
-        server = self.boot('medium', 'normal')
-        self.wait_for_terminations()
-
-        with open(path) as f:
+        with open(os.path.join(self.config_dir, 'cloud.json')) as f:
             document = json.load(f)
         self.assertEqual((1, 600), (document['flavors']['gold']['tier'],
                                     document['flavors']['gold'][

@@ -13,31 +13,18 @@
 """``opie-manage budget``: bad input and a cloud that refuses are one line
 and exit 2 (what it writes to Placement: the functional test
 ``tests/functional/test_budgets.py``, on a real Placement)."""
+import functools
 import types
 
 from keystoneauth1 import exceptions as ks_exceptions
 import pytest
 
 from opie.cmd import cloud
-from opie.cmd import manage
+from tests.unit.cmd import helpers
 
 
-def run(capsys, *args):
-    try:
-        code = manage.main(['budget'] + list(args))
-    except SystemExit as exc:  # argparse's refusals
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def refused(capsys, *args):
-    """The one line of a refusal."""
-    code, out, err = run(capsys, *args)
-    assert (code, out) == (2, '')
-    assert len(err.splitlines()) == 1, err
-    assert err.startswith('opie-manage'), err
-    return err
+run = functools.partial(helpers.run, command='budget')
+refused = functools.partial(helpers.refused, command='budget')
 
 
 @pytest.mark.parametrize('args, message', [

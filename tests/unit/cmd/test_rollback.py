@@ -13,6 +13,7 @@
 """``opie-manage rollback`` against a fake cloud: its refusals (exit 2,
 one line) and the lines it prints for what it does and what it leaves."""
 import datetime
+import functools
 import json
 import os
 import re
@@ -23,7 +24,7 @@ from keystoneauth1 import exceptions as ks_exceptions
 import pytest
 
 from opie.cmd import cloud
-from opie.cmd import manage
+from tests.unit.cmd import helpers
 from opie.cmd import rollback
 from opie.core import preemptible
 from opie.nova import lease
@@ -206,22 +207,9 @@ def stale_beat(tmp_path):
     return write_beat(tmp_path / 'heartbeat', 3600)
 
 
-def run(capsys, *args):
-    try:
-        code = manage.main(['rollback'] + list(args))
-    except SystemExit as exc:  # argparse's refusals
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def refused(capsys, *args):
-    """The one line of a refusal."""
-    code, out, err = run(capsys, *args)
-    assert (code, out) == (2, '')
-    assert len(err.splitlines()) == 1, err
-    assert err.startswith('opie-manage rollback: error: ')
-    return err
+run = functools.partial(helpers.run, command='rollback')
+refused = functools.partial(helpers.refused, command='rollback',
+                            prefix='opie-manage rollback: error: ')
 
 
 # refusals -------------------------------------------------------------------
