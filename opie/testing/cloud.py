@@ -233,13 +233,17 @@ class OpieCloud(harness.OpieHarness):
             self.stub_out('nova.scheduler.client.report.'
                           'SchedulerReportClient.' + verb, counted)
 
-    def set_launched_at(self, uuid, minutes_ago):
+    def set_launched_at(self, uuid, minutes_ago, created=True):
+        """The server launched ``minutes_ago``; created then too unless
+        not ``created`` (launched again since: a rescue, a rebuild)."""
         ctxt = nova_context.get_admin_context()
         mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, uuid)
         with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
             instance = objects.Instance.get_by_uuid(cctxt, uuid)
             instance.launched_at = (timeutils.utcnow()
                                     - datetime.timedelta(minutes=minutes_ago))
+            if created:
+                instance.created_at = instance.launched_at
             instance.save()
 
     def lock_as_operator(self, uuid):

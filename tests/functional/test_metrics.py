@@ -102,8 +102,10 @@ class Metrics(cloud.OpieCloud):
             'flavor': 'preemptible.medium',
             'vcpus': 2, 'memory_mb': 4000, 'disk_gb': 40,
             'terminated': True,
-        }, {k: v for k, v in described.items() if k != 'launched_at'})
+        }, {k: v for k, v in described.items()
+            if k not in ('launched_at', 'cost')})
         self.assertIsNotNone(described['launched_at'])
+        self.assertGreater(described['cost'], 0)
 
         self.assertEqual(preemptions + 1,
                          value('opie_preemptions_total', **DELETED))
