@@ -276,9 +276,11 @@ class Plan:
         self._load_instances([r for r in self.records.values()
                               if self._needs_instances(r)])
 
-    def _changed(self, record, budget_spent=False):
-        if budget_spent and self.settings.max_victims is not None:
-            # The victim budget is shared by every host.
+    def _changed(self, record, shared=False):
+        """``record``'s verdict is stale; every host's too if ``shared``:
+        the change spent what all of them count on (the request's victim
+        cap, a project's preemption budget)."""
+        if shared:
             self._options.clear()
         else:
             self._options.pop(record.uuid, None)
@@ -314,12 +316,10 @@ class Plan:
             self.claims.append((record, victim, claimed))
             self._not_victims.add(victim.uuid)
         if victims:
+            # Explained from the verdicts before they are cleared.
             self.preempted(record, instance_uuid, victims, cost)
-            self._changed(record, budget_spent=True)
-        if charges:
-            # Any host's verdict may have counted on that budget (cleared
-            # once the preemption is explained from them).
-            self._options.clear()
+            self._changed(record, shared=bool(
+                charges or self.settings.max_victims is not None))
 
     def not_victims(self, record, victims):
         """The uuids of ``victims`` the database says are no eligible
