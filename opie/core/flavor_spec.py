@@ -39,6 +39,11 @@ flavor show``:
 * ``opie:minimum_uptime``: seconds, a whole number from 0 to
   :data:`MAX_MINIMUM_UPTIME` (default ``[opie] minimum_uptime``). A
   server younger than this is never a victim.
+* ``opie:notice``: seconds, a whole number from 0 to :data:`MAX_NOTICE`
+  (default ``[opie] preemption_notice``). A victim is told this long
+  before it is stopped (a clean shutdown), and the server that displaces
+  it starts only once it has stopped (:mod:`opie.nova.notice`). 0: no
+  notice, the victim is terminated at once.
 
 A bad value (not a whole number, out of range) must not stop the
 scheduler nor make it guess: it reads the term as its default, and
@@ -237,11 +242,17 @@ def _requested(flavor, key, value):
 
 TIER_SPEC = 'opie:tier'
 MINIMUM_UPTIME_SPEC = 'opie:minimum_uptime'
+NOTICE_SPEC = 'opie:notice'
 # Bounds that keep every term a number any tool reads exactly (a snapshot
 # refuses more than 18 digits); an uptime beyond a year is a normal
 # server's, and as many tiers as any price list needs.
 MAX_TIER = 1000
 MAX_MINIMUM_UPTIME = 365 * 24 * 3600
+# The scheduler holds the displacing request for the notice, inside the
+# conductor's call (Nova's [DEFAULT] long_rpc_timeout, 1800 s by default):
+# the longest notice any OpenStack cloud selling preemptibles gives (15
+# minutes) fits in it with the clean shutdown after it.
+MAX_NOTICE = 15 * 60
 SET_TERMS = 'opie-manage flavor set-terms %s'
 
 
@@ -256,7 +267,9 @@ class Term:
 
 _TERMS = (Term(TIER_SPEC, MAX_TIER, 'tier 0', '--tier'),
           Term(MINIMUM_UPTIME_SPEC, MAX_MINIMUM_UPTIME,
-               '[opie] minimum_uptime', '--minimum-uptime'))
+               '[opie] minimum_uptime', '--minimum-uptime'),
+          Term(NOTICE_SPEC, MAX_NOTICE, '[opie] preemption_notice',
+               '--notice'))
 # Digits only: int() also takes '+1', '1_000', ' 1' and other scripts'
 # digits, which no one reading the flavor would take for a number.
 _WHOLE = re.compile(r'[0-9]+\Z')
@@ -268,10 +281,11 @@ _SHOWN = 40
 @dataclasses.dataclass(frozen=True)
 class Terms:
     """What a preemptible flavor promises its servers: their ``tier``,
-    and the ``minimum_uptime`` (seconds) before which they are never
-    victims."""
+    the ``minimum_uptime`` (seconds) before which they are never victims,
+    and the ``notice`` (seconds) a victim is given before it stops."""
     tier: int = 0
     minimum_uptime: int = 0
+    notice: int = 0
 
 
 def _value(extra_specs, term):
@@ -289,11 +303,11 @@ def _value(extra_specs, term):
     return int(value)
 
 
-def terms(extra_specs, default_minimum_uptime=0):
+def terms(extra_specs, default_minimum_uptime=0, default_notice=0):
     """``(Terms, bad)``: the terms the extra specs set, a term they leave
-    unset or set badly at its default (tier 0,
-    ``default_minimum_uptime``); ``bad`` has ``(term, one line saying
-    what is wrong and what is read instead)`` for each bad value."""
+    unset or set badly at its default (tier 0, ``default_minimum_uptime``,
+    ``default_notice``); ``bad`` has ``(term, one line saying what is
+    wrong and what is read instead)`` for each bad value."""
     values, bad = [], []
     for term in _TERMS:
         try:
@@ -302,9 +316,10 @@ def terms(extra_specs, default_minimum_uptime=0):
             values.append(None)
             bad.append((term, '%s, so the scheduler reads it as %s'
                         % (exc, term.default)))
-    tier, uptime = values
+    tier, uptime, notice = values
     return Terms(0 if tier is None else tier,
-                 default_minimum_uptime if uptime is None else uptime), bad
+                 default_minimum_uptime if uptime is None else uptime,
+                 default_notice if notice is None else notice), bad
 
 
 def terms_problems(flavor):

@@ -52,6 +52,9 @@ class Instance:
     # counts from then: Nova sets launched_at anew on a rescue, rebuild,
     # resize or unshelve, which its owner could repeat to stay young.
     created_at: datetime.datetime | None = None
+    # Seconds of notice it is given before it stops, as a victim
+    # (opie.nova.notice): how it is terminated, not whether it is chosen.
+    notice: int = 0
 
     def __post_init__(self):
         # Nova hands out naive UTC datetimes, snapshots aware ones.

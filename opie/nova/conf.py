@@ -358,6 +358,28 @@ applies to every server of a flavor without its own value, old or new.
 Flavors have no default tier: a flavor without ``opie:tier`` is tier 0,
 preempted first.
 """),
+    cfg.IntOpt(
+        'preemption_notice',
+        default=0,
+        max=flavor_spec.MAX_NOTICE,
+        min=0,
+        help="""
+Seconds of notice a victim gets before it is stopped, for the preemptible
+flavors that do not set their own ``opie:notice`` extra spec
+(``opie-manage flavor set-terms FLAVOR --notice SECONDS``).
+
+With notice, a victim is told first (server metadata ``opie:preempt_at``,
+which its guest reads from Nova's metadata service; an ``opie_notice``
+event on its ``opie-preempt`` instance action; the notification
+``opie.preempt.start``), stopped with a clean shutdown when the notice ends
+(Nova's stop: ACPI power button, then a hard power-off after the compute's
+``[DEFAULT] shutdown_timeout``), and only then deleted or shelved. The
+server that displaced it is held meanwhile: its room is already its own in
+Placement, and its build starts only once its victims have stopped, so it
+waits the notice. Keep Nova API's ``[api] metadata_cache_expiration`` well
+below the notice, or guests read the notice late. 0 (the default):
+victims are terminated at once, without a clean shutdown.
+"""),
 ]
 
 

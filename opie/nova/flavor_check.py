@@ -85,13 +85,14 @@ def is_preemptible(flavor):
 def terms(flavor):
     """The :class:`~opie.core.flavor_spec.Terms` of a preemptible
     ``flavor`` (an instance's copy: the terms it was booted with), its
-    unset terms at their defaults (``[opie] minimum_uptime``); a bad
-    value is read as its default and warned about once."""
-    default = CONF.opie.minimum_uptime
-    key = _key(flavor) + (default,)
+    unset terms at their defaults (``[opie] minimum_uptime``,
+    ``preemption_notice``); a bad value is read as its default and warned
+    about once."""
+    defaults = (CONF.opie.minimum_uptime, CONF.opie.preemption_notice)
+    key = _key(flavor) + defaults
     found = _TERMS.get(key)
     if found is None:
-        found, _ = flavor_spec.terms(flavor.extra_specs, default)
+        found, _ = flavor_spec.terms(flavor.extra_specs, *defaults)
         for bad in flavor_spec.terms_problems(core_flavor(flavor)):
             LOG.warning('OPIE: %s', oneline.escape('%s: %s; fix: %s' % (
                 bad.subject, bad.message, bad.fix)))

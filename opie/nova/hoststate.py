@@ -169,7 +169,8 @@ def core_instance(instance):
         project_id=instance.project_id or '',
         tier=terms.tier,
         minimum_uptime=terms.minimum_uptime,
-        created_at=instance.created_at)
+        created_at=instance.created_at,
+        notice=terms.notice)
 
 
 UNKNOWN = object()

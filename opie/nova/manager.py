@@ -51,7 +51,11 @@ host would lose. Then, phase by phase:
   fails only when no host could;
 * **terminate**: only once every instance of the request is placed, and
   in the background (:mod:`.terminate`): the claims have already freed the
-  room, so the selections go back to the conductor at once. A request that
+  room, so the selections go back to the conductor at once;
+* **notice**: except for victims whose flavor promises notice
+  (:mod:`.notice`): they are told, stopped cleanly when the notice ends,
+  and the selections go back only once they are off their hosts, so no
+  build starts beside a victim still running. A request that
   fails gives every victim its allocations back where they still fit
   (:meth:`OpieSchedulerManager._give_back`), terminates nothing else, and
   its ``NoValidHost`` says why.
@@ -105,6 +109,7 @@ from opie.nova import instance_cache
 from opie.nova import lease
 from opie.nova import ledger
 from opie.nova import metrics
+from opie.nova import notice
 from opie.nova import notify
 from opie.nova import operations
 from opie.nova import plan as plan_mod
@@ -130,6 +135,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 CONF, self.settings.termination_mode))
         if self.terminator.service_auth is not None:
             self.terminator.check_login()
+        self.notice = notice.Notice(self.terminator)
         self.tokens = token.Generations()
         self.instances = instance_cache.InstanceCache()
         # Did the last warm-up fail? (Its failure is logged once.)
@@ -195,8 +201,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
                 raise
         metrics.placed(plan)
         if plan.preemptions:
-            self.terminator.terminate_later(
-                plan.preemptions, notify.request_info(context, spec_obj))
+            self.notice.preempt(plan.preemptions,
+                                notify.request_info(context, spec_obj))
         return selections
 
     def _get_all_host_states(self, context, spec_obj, provider_summaries):

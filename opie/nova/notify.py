@@ -20,6 +20,11 @@ namespace ``opie``: ``nova_object.name``, ``nova_object.namespace``,
 ``nova_object.version`` and ``nova_object.data``, as in Nova's
 ``instance.delete.end``. Samples: ``doc/notification_samples``.
 
+``opie.preempt.start`` (INFO, payload ``PreemptionNoticePayload``)
+    One per victim given notice (:mod:`.notice`), when the notice begins:
+    the request, host and mode as below, the victim (``terminated``
+    false), its ``notice`` in seconds and ``preempt_at``, when its clean
+    shutdown begins. Victims without notice have none.
 ``opie.preempt.end`` (INFO, payload ``PreemptionPayload``)
     One per host and request once its victims have been terminated
     (:mod:`.terminate`): the request (null for the reconciler), host,
@@ -72,6 +77,10 @@ a bump fails there. Their versions:
     ``PreemptionVictimPayload`` 1.1 (``cost``); as in Nova, a payload
     carrying another whose version rises rises too (so does
     ``PreemptionPayload``, for its victims).
+``PreemptionNoticePayload`` (1.0)
+    ``reason``, ``instance_uuid``, ``host``, ``nodename``, ``mode``,
+    ``request`` as above, ``victim`` (``PreemptionVictimPayload``),
+    ``notice`` (seconds), ``preempt_at``.
 ``PreemptionRequestPayload``
     ``request_id`` (as in the server's ``create`` instance action),
     ``project_id``, ``user_id``, ``flavor`` (name), ``vcpus``,
@@ -129,6 +138,7 @@ from nova import rpc
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
+START = 'opie.preempt.start'
 END = 'opie.preempt.end'
 ERROR = 'opie.preempt.error'
 PUBLISHER = 'opie-scheduler'
@@ -264,8 +274,20 @@ class PreemptionErrorPayload(_PreemptionBase):
     }
 
 
+@nova_base.NovaObjectRegistry.register_if(False)
+class PreemptionNoticePayload(_PreemptionBase):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+    fields = {
+        'victim': fields.ObjectField('PreemptionVictimPayload'),
+        'notice': fields.IntegerField(),
+        'preempt_at': fields.DateTimeField(),
+    }
+
+
 # Every payload OPIE sends, or carries in one.
 PAYLOADS = (PreemptionPayload, PreemptionErrorPayload,
+            PreemptionNoticePayload,
             PreemptionRequestPayload, PreemptionVictimPayload,
             PreemptionExplanationPayload, PreemptionRunnerUpPayload,
             PreemptionRefusalPayload)
@@ -310,6 +332,15 @@ class Notifier:
             victims=[_victim(v, v in done, owners, costs) for v in
                      preemption.victims],
             explanation=_explanation(preemption.explanation),
+            **_preemption(preemption, request_info, mode)))
+
+    def notice(self, preemption, victim, notice, preempt_at, owners,
+               request_info, mode):
+        """``opie.preempt.start``: ``victim`` of ``preemption`` is given
+        ``notice`` seconds: its clean shutdown begins at ``preempt_at``."""
+        self._send('info', START, PreemptionNoticePayload(
+            victim=_victim(victim, False, owners, _costs(preemption)),
+            notice=notice, preempt_at=preempt_at,
             **_preemption(preemption, request_info, mode)))
 
     def failed(self, preemption, victim, error, owners, request_info,

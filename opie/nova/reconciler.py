@@ -79,6 +79,7 @@ from opie.nova import hoststate
 from opie.nova import interruptions
 from opie.nova import ledger
 from opie.nova import metrics
+from opie.nova import notice
 from opie.nova import plan as plan_mod
 from opie.nova import terminate
 
@@ -215,6 +216,10 @@ class Reconciler:
         due = _overdue(self._claimed_since, claimed, now, self.claimed_grace)
         by_host = {}
         for uuid in due:
+            if notice.announced(self.terminator.compute_api, context, uuid,
+                                now):
+                # Its notice runs: the scheduler that gave it stops it.
+                continue
             record, instance = claimed[uuid]
             by_host.setdefault(record.uuid, (record, []))[1].append(instance)
         return list(by_host.values())

@@ -109,9 +109,9 @@ TERMINATED, SPARED = 'terminated', 'spared'
 LEFT = 'claimed'
 # Another actor (its owner, another OPIE process) got to the victim between
 # its read and the compare-and-swap that begins its termination.
-_CHANGED_MEANWHILE = (exception.InstanceNotFound,
-                      exception.InstanceUpdateConflict,
-                      exception.InstanceInvalidState)
+CHANGED_MEANWHILE = (exception.InstanceNotFound,
+                     exception.InstanceUpdateConflict,
+                     exception.InstanceInvalidState)
 
 
 class Terminator:
@@ -225,7 +225,7 @@ class Terminator:
                                           shelving, left, details)
             except exception.InstanceNotFound:
                 why = 'it is gone'
-            except _CHANGED_MEANWHILE as exc:
+            except CHANGED_MEANWHILE as exc:
                 changed = exc
                 continue
             except _ShelveFailed as exc:
@@ -281,7 +281,7 @@ class Terminator:
             try:
                 self.compute_api.shelve(context, instance,
                                         clean_shutdown=False)
-            except _CHANGED_MEANWHILE:
+            except CHANGED_MEANWHILE:
                 raise
             except Exception as exc:
                 LOG.exception('OPIE: could not shelve preempted instance '
@@ -316,42 +316,9 @@ class Terminator:
 
     @staticmethod
     def _record_action(cell_mapping, uuid, host, details):
-        """Record the victim's ``opie-preempt`` action, and on it an
-        event :data:`EVENT` whose ``details`` (Nova's API shows them to
-        admins only) hold its explanation: once. A victim with the action
-        already (a shelve that failed after it, a termination retried)
-        keeps it, and the explanation it holds: the decision as first
-        made; one whose action lacks it (its writer died in between) is
-        given it."""
-        admin = nova_context.get_admin_context()
-        with nova_context.target_cell(admin, cell_mapping) as cctxt:
-            action = next((a for a in
-                           objects.InstanceActionList.get_by_instance_uuid(
-                               cctxt, uuid) if a.action == ACTION), None)
-            if action is None:
-                # Its own context: an action is found again by request id.
-                action = objects.InstanceAction.action_start(cctxt, uuid,
-                                                             ACTION)
-                objects.InstanceAction.action_finish(cctxt, uuid,
-                                                     want_result=False)
-            elif details is None or any(
-                    event.event == EVENT for event in
-                    objects.InstanceActionEventList.get_by_action(
-                        cctxt, action.id)):
-                return
-            if details is None:
-                return
-            now = timeutils.utcnow()
-            try:
-                objects.InstanceActionEvent(
-                    cctxt, event=EVENT, start_time=now, finish_time=now,
-                    result='Success', host=host, details=details).create(
-                        uuid, action.request_id)
-            except Exception:
-                # The victim is terminated: only its explanation is lost,
-                # and this log line keeps it.
-                LOG.exception('OPIE: could not keep the explanation of '
-                              'preempted instance %s: %s', uuid, details)
+        """Keep the explanation ``details`` as event :data:`EVENT` of the
+        victim's action (:func:`record_event`)."""
+        record_event(cell_mapping, uuid, host, EVENT, details)
 
     def _tag(self, cell_mapping, uuid):
         admin = nova_context.get_admin_context()
@@ -362,6 +329,45 @@ class Terminator:
             except exception.TooManyTags:
                 LOG.warning('OPIE: preempted instance %s has too many tags '
                             'to add %s', uuid, self.settings.preempted_tag)
+
+
+def record_event(cell_mapping, uuid, host, event, details):
+    """Record the victim's ``opie-preempt`` action, and on it an ``event``
+    (:data:`EVENT`, or the notice's) whose ``details`` (Nova's API shows
+    them to admins only) say what happened: once. A victim with the
+    action already (a shelve that failed after it, a termination retried,
+    its notice given) keeps it, and each event it holds: the decision as
+    first made; one whose action lacks the event (its writer died in
+    between) is given it."""
+    admin = nova_context.get_admin_context()
+    with nova_context.target_cell(admin, cell_mapping) as cctxt:
+        action = next((a for a in
+                       objects.InstanceActionList.get_by_instance_uuid(
+                           cctxt, uuid) if a.action == ACTION), None)
+        if action is None:
+            # Its own context: an action is found again by request id.
+            action = objects.InstanceAction.action_start(cctxt, uuid,
+                                                         ACTION)
+            objects.InstanceAction.action_finish(cctxt, uuid,
+                                                 want_result=False)
+        elif details is None or any(
+                found.event == event for found in
+                objects.InstanceActionEventList.get_by_action(
+                    cctxt, action.id)):
+            return
+        if details is None:
+            return
+        now = timeutils.utcnow()
+        try:
+            objects.InstanceActionEvent(
+                cctxt, event=event, start_time=now, finish_time=now,
+                result='Success', host=host, details=details).create(
+                    uuid, action.request_id)
+        except Exception:
+            # The victim is preempted all the same: only this record is
+            # lost, and this log line keeps it.
+            LOG.exception('OPIE: could not record %s of preempted '
+                          'instance %s: %s', event, uuid, details)
 
 
 def explained(preemption, owners, request_info):

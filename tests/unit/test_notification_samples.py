@@ -19,7 +19,7 @@ import pytest
 
 from opie.testing import notification_samples
 
-NAMES = ('opie-preempt-end', 'opie-preempt-error')
+NAMES = ('opie-preempt-start', 'opie-preempt-end', 'opie-preempt-error')
 
 
 @pytest.mark.parametrize('name', NAMES)

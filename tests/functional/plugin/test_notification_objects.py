@@ -31,6 +31,7 @@ from opie.nova import notify
 OBJECT_DATA = {
     'PreemptionErrorPayload': '1.1-2afd7752feb04ce8d665c4eb324710cb',
     'PreemptionExplanationPayload': '1.0-4dbce120c3638961e69985b22d5d7636',
+    'PreemptionNoticePayload': '1.0-a89b173605a55ee4b2bca28d3769e404',
     'PreemptionPayload': '1.1-d14461776b181a28a8688fdf4a139a09',
     'PreemptionRefusalPayload': '1.0-a67bc0766e84d1161c1d1bc672f33fe4',
     'PreemptionRequestPayload': '1.0-7ecc747f1ede246a25b7563769a8d86b',

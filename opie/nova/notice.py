@@ -1,0 +1,344 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Notice: a victim is told before it stops, and the server that displaced
+it starts only once it has stopped.
+
+A preemptible flavor may promise its servers notice (``opie:notice``
+seconds, default ``[opie] preemption_notice``: :mod:`opie.core.flavor_spec`;
+0, the default, keeps the immediate termination of :mod:`.terminate`).
+When a request has claimed every instance (its room is held in Placement
+from then on: the claims wrote its allocations and emptied its victims',
+so no other request can take it) and some victim was promised notice, the
+scheduler, before it answers the conductor:
+
+1. **terminates at once** the victims promised none (in the background,
+   as without notice);
+2. **gives notice** to each victim still a victim
+   (:func:`.terminate.spared`): the server metadata key :data:`KEY`, the
+   time its clean shutdown begins (ISO 8601, UTC), which its owner reads
+   with the compute API and its guest from Nova's metadata service
+   (``meta`` in ``openstack/latest/meta_data.json``); the event
+   :data:`EVENT` on its ``opie-preempt`` instance action; the versioned
+   notification ``opie.preempt.start`` (:mod:`.notify`);
+3. **waits** until each victim's time comes, judges it again and **stops**
+   it with a clean shutdown (Nova's stop: the ACPI power button, then a
+   hard power-off after the compute's ``[DEFAULT] shutdown_timeout``). A
+   victim spared meanwhile (its owner resized it to a normal flavor, say)
+   has its notice withdrawn (the key removed) and runs on; one Nova cannot
+   stop (paused, suspended, rescued, or busy with its owner's action) is
+   terminated then, without a clean shutdown, as it would have been
+   without notice;
+4. **holds** the answer until each victim is off its host (stopped,
+   shelved, deleted or gone). One that is running again and no longer
+   being stopped (its owner started it) is terminated at once; one still
+   running :data:`STOP_MARGIN` seconds after the compute's shutdown
+   timeout (its compute does not answer) is terminated then, and the
+   request goes on, logged as an error: a compute that does not answer
+   does not build either, and the reconciler repairs what it finds;
+5. answers: the conductor builds on the host. The stopped victims are
+   deleted or shelved in the background (:mod:`.terminate`).
+
+Why the wait is here: the scheduler is where the room is decided, and the
+conductor already waits for its answer up to ``[DEFAULT] long_rpc_timeout``
+(1800 s by default; the scheduler's RPC server tells it meanwhile that it
+is alive), so no Nova process changes and no build starts on a host whose
+victims still run. It costs the request the notice (and the shutdown),
+and each request waiting holds one of the scheduler's RPC server threads
+(``[DEFAULT] executor_thread_pool_size``, 64 by default). Its guarantees
+come from the claim (:mod:`.claim`), made before the notice: no other
+request takes the room meanwhile, and every act on a victim is a
+compare-and-swap on its task and VM state, as in :mod:`.terminate`.
+
+If the deciding scheduler process dies during the notice, its conductor's
+call fails and the build with it; the victims hold nothing and are told.
+The reconciler leaves a victim alone until its notice and stop time are
+over (:func:`announced`), then terminates it as one left running. A
+request deleted during the notice changes nothing: notice given is kept.
+"""
+import dataclasses
+import datetime
+import time
+
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from nova.compute import task_states
+from nova.compute import vm_states
+import nova.conf
+from nova import context as nova_context
+from nova import exception
+from nova import objects
+from nova.scheduler.client import report
+
+from opie.nova import claim
+from opie.nova import flavor_check
+from opie.nova import hoststate
+from opie.nova import notify
+from opie.nova import terminate
+
+LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
+# The server metadata key that gives notice.
+KEY = 'opie:preempt_at'
+# The event of the victim's opie-preempt action that records the notice.
+EVENT = 'opie_notice'
+# Seconds beyond the compute's [DEFAULT] shutdown_timeout that a stop may
+# take: the RPC to the compute and the power-off's bookkeeping.
+STOP_MARGIN = 60
+# Seconds between two reads of the victims being stopped.
+POLL = 1.0
+# Off its host: nothing of it runs there.
+OFF_VM_STATES = frozenset([vm_states.STOPPED, vm_states.SHELVED,
+                           vm_states.SHELVED_OFFLOADED, vm_states.DELETED,
+                           vm_states.SOFT_DELETED])
+# Nova stops only these (``compute.api.API.stop``).
+STOPPABLE_VM_STATES = frozenset([vm_states.ACTIVE, vm_states.ERROR])
+
+
+def stamp(when):
+    """``when`` (naive or aware UTC) as the metadata's ISO 8601."""
+    return when.replace(tzinfo=None, microsecond=0).isoformat() + 'Z'
+
+
+def parse(value):
+    """The time a :data:`KEY` value names (naive UTC), or None if it names
+    none (an owner may write any value of their own)."""
+    try:
+        return timeutils.normalize_time(timeutils.parse_isotime(value))
+    except (ValueError, TypeError):
+        return None
+
+
+def announced(compute_api, context, uuid, now):
+    """Is instance ``uuid`` under a notice OPIE gave, or in the stop after
+    it, at ``now``? The reconciler leaves such a victim to the process
+    that gave it."""
+    try:
+        instance = compute_api.get(context, uuid,
+                                   expected_attrs=['metadata'])
+    except exception.InstanceNotFound:
+        return False
+    at = parse((instance.metadata or {}).get(KEY))
+    return at is not None and now < at + datetime.timedelta(
+        seconds=CONF.shutdown_timeout + STOP_MARGIN)
+
+
+# What became of a victim given notice: stopping (its clean shutdown
+# asked), off its host (to terminate), leaving (terminated here, held for
+# until it is gone), gone (nothing more to do), spared (notice withdrawn).
+STOPPING, OFF, LEAVING, GONE, SPARED = (
+    'stopping', 'off', 'leaving', 'gone', 'spared')
+
+
+@dataclasses.dataclass
+class _Victim:
+    """One victim under notice."""
+    preemption: object      # plan.Preemption it belongs to
+    victim: object          # its core Instance
+    at: datetime.datetime   # when its clean shutdown begins
+    state: str = 'told'     # then one of the states below
+
+
+class Notice:
+    """The notice phase of the requests of one scheduler process."""
+
+    def __init__(self, terminator, sleep=time.sleep):
+        self.terminator = terminator
+        self.sleep = sleep
+
+    def preempt(self, preemptions, request_info):
+        """Terminate the victims of ``preemptions``: at once (in the
+        background) those promised no notice; the others once given
+        notice and stopped, returning when they are off their hosts (see
+        the module). ``request_info`` as :meth:`.terminate.Terminator.
+        terminate` takes it."""
+        if not any(v.notice for p in preemptions for v in p.victims):
+            self.terminator.terminate_later(preemptions, request_info)
+            return
+        context = nova_context.get_admin_context()
+        now = timeutils.utcnow()
+        told, at_once = [], []
+        for preemption in preemptions:
+            owners = notify.owners(preemption.victims)
+            for victim in preemption.victims:
+                given = victim.notice and self._tell(
+                    context, preemption, victim, now, owners, request_info)
+                if given:
+                    told.append(given)
+                else:
+                    at_once.append((preemption, victim))
+        if at_once:
+            self.terminator.terminate_later(_by_preemption(at_once),
+                                            request_info)
+        for each in sorted(told, key=lambda v: v.at):
+            self._wait_until(each.at)
+            self._stop(context, each, request_info)
+        if told:
+            self._hold(context, told, request_info)
+        stopped = [(v.preemption, v.victim) for v in told
+                   if v.state == OFF]
+        if stopped:
+            self.terminator.terminate_later(_by_preemption(stopped),
+                                            request_info)
+
+    # 2. notice -----------------------------------------------------------
+    def _tell(self, context, preemption, victim, now, owners, request_info):
+        """Give ``victim`` its notice: a :class:`_Victim`, or None if it
+        is promised none (or is no victim any more: the terminator
+        judges it)."""
+        instance, why = self._judged(context, preemption, victim.uuid)
+        if instance is None or why is not None:
+            return None
+        seconds = flavor_check.terms(instance.flavor).notice
+        if not seconds:
+            return None
+        at = now + datetime.timedelta(seconds=seconds)
+        instance.metadata = dict(instance.metadata, **{KEY: stamp(at)})
+        instance.save()
+        mapping = objects.InstanceMapping.get_by_instance_uuid(
+            context, victim.uuid)
+        terminate.record_event(
+            mapping.cell_mapping, victim.uuid, preemption.host, EVENT,
+            'notice of %d s: clean shutdown at %s' % (seconds, stamp(at)))
+        self.terminator.notifier.notice(
+            preemption, victim, seconds, at, owners, request_info,
+            self.terminator.settings.termination_mode)
+        LOG.info('OPIE: preempted instance %s on %s for %s is given %d s '
+                 'of notice', victim.uuid, preemption.host,
+                 preemption.instance_uuid, seconds)
+        return _Victim(preemption, victim, at)
+
+    # 3. stop ---------------------------------------------------------------
+    def _stop(self, context, each, request_info):
+        """Stop ``each`` with a clean shutdown if it still is a victim;
+        withdraw its notice if not; terminate it if Nova cannot stop it."""
+        for _ in range(claim.WRITE_ATTEMPTS):
+            instance, why = self._judged(context, each.preemption,
+                                         each.victim.uuid)
+            if instance is None:
+                each.state = OFF
+                return
+            if why is not None:
+                LOG.info('OPIE: instance %s, given notice on %s, is not '
+                         'stopped: %s; notice withdrawn', instance.uuid,
+                         each.preemption.host, why)
+                instance.metadata = {k: v for k, v in
+                                     instance.metadata.items() if k != KEY}
+                instance.save()
+                each.state = SPARED
+                return
+            if _off(instance, each.preemption.host):
+                each.state = OFF
+                return
+            if instance.task_state == task_states.POWERING_OFF:
+                # Its owner is stopping it: as good.
+                each.state = STOPPING
+                return
+            if (instance.vm_state not in STOPPABLE_VM_STATES
+                    or instance.task_state is not None):
+                break
+            try:
+                # Nova's stop is the compare-and-swap (from no task).
+                self.terminator.compute_api.stop(context, instance,
+                                                 clean_shutdown=True)
+            except terminate.CHANGED_MEANWHILE:
+                continue
+            each.state = STOPPING
+            return
+        LOG.info('OPIE: instance %s, given notice on %s, cannot be stopped '
+                 'cleanly now; terminating it', each.victim.uuid,
+                 each.preemption.host)
+        self._terminate(each, request_info)
+
+    # 4. hold ---------------------------------------------------------------
+    def _hold(self, context, told, request_info):
+        """Return once every victim stopped or terminated here is off its
+        host, or its compute has had its time (see the module)."""
+        give_up = max(v.at for v in told) + datetime.timedelta(
+            seconds=CONF.shutdown_timeout + STOP_MARGIN)
+        while True:
+            late = timeutils.utcnow() >= give_up
+            for each in told:
+                if each.state not in (STOPPING, LEAVING):
+                    continue
+                instance = self._read(context, each.victim.uuid)
+                if instance is None or _off(instance, each.preemption.host):
+                    each.state = OFF if each.state == STOPPING else GONE
+                elif each.state == LEAVING and late:
+                    LOG.error('OPIE: instance %s, preempted on %s, is still '
+                              'there (%s, %s) after its compute\'s time; '
+                              'the request goes on', instance.uuid,
+                              each.preemption.host, instance.vm_state,
+                              instance.task_state)
+                    each.state = GONE
+                elif each.state == STOPPING and (
+                        late or instance.task_state is None):
+                    # Running, and no stop under way: started again, or
+                    # the stop failed; or its compute does not answer.
+                    LOG.warning('OPIE: instance %s, given notice on %s, is '
+                                'not stopping (%s, %s); terminating it',
+                                instance.uuid, each.preemption.host,
+                                instance.vm_state, instance.task_state)
+                    self._terminate(each, request_info)
+            if not any(v.state in (STOPPING, LEAVING) for v in told):
+                return
+            self.sleep(POLL)
+
+    # helpers ---------------------------------------------------------------
+    def _terminate(self, each, request_info):
+        """Terminate ``each`` now, without a clean shutdown; it is held
+        for until it is gone."""
+        self.terminator.terminate(
+            [dataclasses.replace(each.preemption, victims=(each.victim,))],
+            request_info)
+        each.state = LEAVING
+
+    def _wait_until(self, when):
+        left = (when - timeutils.utcnow()).total_seconds()
+        if left > 0:
+            self.sleep(left)
+
+    def _read(self, context, uuid):
+        try:
+            return self.terminator.compute_api.get(
+                context, uuid, expected_attrs=['flavor', 'metadata'])
+        except exception.InstanceNotFound:
+            return None
+
+    def _judged(self, context, preemption, uuid):
+        """The victim read now, and why it is no victim any more (None:
+        it still is); (None, None) if it is gone."""
+        instance = self._read(context, uuid)
+        if instance is None:
+            return None, None
+        placement = report.report_client_singleton()
+        return instance, terminate.spared(
+            instance, claim.held(placement, context, uuid), preemption,
+            lambda: hoststate.over_capacity(placement, context,
+                                            preemption.provider_uuid))
+
+
+def _off(instance, host):
+    """Nothing of ``instance`` runs on ``host``."""
+    return (instance.host != host
+            or (instance.vm_state in OFF_VM_STATES
+                and instance.task_state != task_states.POWERING_ON))
+
+
+def _by_preemption(pairs):
+    """(preemption, victim) pairs as preemptions of those victims."""
+    found = {}
+    for preemption, victim in pairs:
+        found.setdefault(id(preemption), [preemption, []])[1].append(victim)
+    return [dataclasses.replace(p, victims=tuple(victims))
+            for p, victims in found.values()]
