@@ -34,11 +34,12 @@ a normal one, and ``opie-manage audit --cloud`` names this command. Nova
 keeps a copy of the flavor in each server: servers started before the fix
 stay normal ones until resized.
 
-``opie-manage flavor set-terms FLAVOR [--tier N] [--minimum-uptime S]``
-sets the terms a preemptible flavor promises its servers
+``opie-manage flavor set-terms FLAVOR [--tier N] [--minimum-uptime S]
+[--notice S]`` sets the terms a preemptible flavor promises its servers
 (:class:`opie.core.flavor_spec.Terms`): ``opie:tier`` (a normal request
-takes its victims from the lowest tier first) and ``opie:minimum_uptime``
-(seconds before which a server is never a victim). Tenants read them with
+takes its victims from the lowest tier first), ``opie:minimum_uptime``
+(seconds before which a server is never a victim) and ``opie:notice``
+(seconds a victim is told before it is stopped). Tenants read them with
 ``openstack flavor show``. Servers already running keep the terms they
 were booted with (Nova's copy of the flavor) until resized.
 ``opie-manage flavor list`` shows every preemptible flavor with its terms.
@@ -86,14 +87,18 @@ def register(subparsers):
     fix.set_defaults(func=set_command)
     terms = actions.add_parser(
         'set-terms',
-        help='set the tier and minimum uptime of a preemptible flavor',
+        help='set the tier, minimum uptime and notice of a preemptible '
+        'flavor',
         description='Set the terms FLAVOR, a preemptible flavor, promises '
         'its servers: %s (a normal request takes its victims from the '
-        'lowest tier first; a flavor without it is tier 0) and %s '
+        'lowest tier first; a flavor without it is tier 0), %s '
         '(seconds before which a server is never a victim; a flavor '
-        'without it has [opie] minimum_uptime). Servers already running '
-        'keep the terms they were booted with until resized.'
-        % (flavor_spec.TIER_SPEC, flavor_spec.MINIMUM_UPTIME_SPEC))
+        'without it has [opie] minimum_uptime) and %s (seconds a victim '
+        'is told before it is stopped cleanly; a flavor without it has '
+        '[opie] preemption_notice). Servers already running keep the '
+        'terms they were booted with until resized.'
+        % (flavor_spec.TIER_SPEC, flavor_spec.MINIMUM_UPTIME_SPEC,
+           flavor_spec.NOTICE_SPEC))
     terms.add_argument('flavor', metavar='FLAVOR',
                        help='name or id of the preemptible flavor')
     terms.add_argument('--tier', metavar='N',
@@ -104,13 +109,17 @@ def register(subparsers):
                            0, flavor_spec.MAX_MINIMUM_UPTIME),
                        help='its minimum uptime in seconds, 0 to %d'
                        % flavor_spec.MAX_MINIMUM_UPTIME)
+    terms.add_argument('--notice', metavar='SECONDS',
+                       type=arguments.whole_number(0, flavor_spec.MAX_NOTICE),
+                       help='the notice its victims get in seconds, 0 to %d'
+                       % flavor_spec.MAX_NOTICE)
     options.add_cloud_arguments(terms)
     terms.set_defaults(func=set_terms_command)
     listing = actions.add_parser(
         'list', help='the preemptible flavors and their terms',
-        description='List every preemptible flavor with its size, tier '
-        'and minimum uptime ("default": [opie] minimum_uptime), and the '
-        'problems of their terms.')
+        description='List every preemptible flavor with its size, tier, '
+        'minimum uptime and notice ("default": [opie] minimum_uptime, '
+        '[opie] preemption_notice), and the problems of their terms.')
     options.add_cloud_arguments(listing)
     listing.set_defaults(func=list_command)
 
@@ -170,18 +179,20 @@ def set_command(args):
     return 0
 
 
-def terms_to_set(flavor, tier=None, minimum_uptime=None):
+def terms_to_set(flavor, tier=None, minimum_uptime=None, notice=None):
     """The extra specs ``set-terms`` sets on ``flavor``: the terms given
     that it does not have already."""
-    if tier is None and minimum_uptime is None:
-        raise errors.UsageError('give --tier, --minimum-uptime or both')
+    if tier is None and minimum_uptime is None and notice is None:
+        raise errors.UsageError('give --tier, --minimum-uptime, --notice '
+                                'or several')
     if not preemptible.is_preemptible(flavor.extra_specs):
         raise errors.UsageError(
             'flavor %s is not preemptible: terms of preemption mean nothing '
             'to its servers; create its preemptible twin with opie-manage '
             'flavor create-preemptible %s' % (flavor.name, flavor.name))
     wanted = {flavor_spec.TIER_SPEC: tier,
-              flavor_spec.MINIMUM_UPTIME_SPEC: minimum_uptime}
+              flavor_spec.MINIMUM_UPTIME_SPEC: minimum_uptime,
+              flavor_spec.NOTICE_SPEC: notice}
     return {key: str(value) for key, value in wanted.items()
             if value is not None
             and flavor.extra_specs.get(key) != str(value)}
@@ -189,7 +200,7 @@ def terms_to_set(flavor, tier=None, minimum_uptime=None):
 
 def set_terms_command(args):
     flavor, flavor_id, specs = _set_missing(args, lambda flavor: terms_to_set(
-        flavor, args.tier, args.minimum_uptime))
+        flavor, args.tier, args.minimum_uptime, args.notice))
     if not specs:
         print('flavor %s (id %s) already has these terms: left unchanged'
               % (flavor.name, flavor_id))
@@ -209,19 +220,20 @@ def terms_table(flavors):
                     key=lambda f: f.name)
     if not marked:
         return ['no preemptible flavor']
-    rows = [('FLAVOR', 'SIZE', 'TIER', 'MINIMUM UPTIME')]
+    rows = [('FLAVOR', 'SIZE', 'TIER', 'MINIMUM UPTIME', 'NOTICE')]
     found = []
     for flavor in marked:
         terms, bad = flavor_spec.terms(flavor.extra_specs)
-        own = (flavor_spec.MINIMUM_UPTIME_SPEC in flavor.extra_specs
-               and flavor_spec.MINIMUM_UPTIME_SPEC not in
-               [term.spec for term, _ in bad])
-        rows.append((flavor.name, str(flavor.size()), str(terms.tier),
-                     '%d s' % terms.minimum_uptime if own else 'default'))
+        bad = [term.spec for term, _ in bad]
+        rows.append((flavor.name, str(flavor.size()), str(terms.tier)) + tuple(
+            '%d s' % value if spec in flavor.extra_specs and spec not in bad
+            else 'default' for spec, value in (
+                (flavor_spec.MINIMUM_UPTIME_SPEC, terms.minimum_uptime),
+                (flavor_spec.NOTICE_SPEC, terms.notice))))
         found += flavor_spec.terms_problems(flavor)
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = ['  '.join(cell.ljust(width) for cell, width
-                       in zip(row, widths)) + '  ' + row[3]
+                       in zip(row, widths)) + '  ' + row[4]
              for row in rows]
     return lines + ['%s: %s (fix: %s)' % (p.subject, p.message, p.fix)
                     for p in found]

@@ -128,10 +128,12 @@ def test_set_terms_sets_only_the_terms_given_and_changed():
     assert flavors.terms_to_set(flavor, tier=2) == {'opie:tier': '2'}
     assert flavors.terms_to_set(flavor, minimum_uptime=0) == {
         'opie:minimum_uptime': '0'}
+    assert flavors.terms_to_set(flavor, notice=120) == {
+        'opie:notice': '120'}
 
 
 @pytest.mark.parametrize('extra_specs, tier, message', [
-    ({}, None, 'give --tier, --minimum-uptime or both'),
+    ({}, None, 'give --tier, --minimum-uptime, --notice or several'),
     ({'opie:preemptible': 'no'}, 1, 'flavor p.large is not preemptible: '
      'terms of preemption mean nothing to its servers; create its '
      'preemptible twin with opie-manage flavor create-preemptible '
@@ -177,6 +179,8 @@ def test_the_command_sets_the_terms_then_leaves_them(monkeypatch, capsys):
     ('--tier', 'high', "expected a whole number, got 'high'"),
     ('--minimum-uptime', '10m', "expected a whole number, got '10m'"),
     ('--minimum-uptime', '31536001', 'must be <= 31536000, got 31536001'),
+    ('--notice', '901', 'must be <= 900, got 901'),
+    ('--notice', '2m', "expected a whole number, got '2m'"),
 ])
 def test_bad_terms_are_one_line_and_exit_2(monkeypatch, capsys, option,
                                            value, reason):
@@ -198,15 +202,19 @@ def test_list_shows_each_preemptible_flavor_its_terms_and_problems():
     found = flavors.terms_table([
         flavor_spec.Flavor('m1.tiny', 1, 512, 1),
         flavor_spec.Flavor('p.gold', 1, 512, 1, extra_specs=dict(
-            twin, **{'opie:tier': '2', 'opie:minimum_uptime': '3600'})),
+            twin, **{'opie:tier': '2', 'opie:minimum_uptime': '3600',
+                     'opie:notice': '120'})),
         flavor_spec.Flavor('p.tiny', 1, 512, 1, extra_specs=dict(
             twin, **{'opie:minimum_uptime': 'soon'})),
     ])
 
     assert found == [
-        'FLAVOR  SIZE                           TIER  MINIMUM UPTIME',
-        'p.gold  1 vCPU, 512 MB RAM, 1 GB disk  2     3600 s',
-        'p.tiny  1 vCPU, 512 MB RAM, 1 GB disk  0     default',
+        'FLAVOR  SIZE                           TIER  MINIMUM UPTIME  '
+        'NOTICE',
+        'p.gold  1 vCPU, 512 MB RAM, 1 GB disk  2     3600 s          '
+        '120 s',
+        'p.tiny  1 vCPU, 512 MB RAM, 1 GB disk  0     default         '
+        'default',
         "flavor p.tiny: opie:minimum_uptime='soon' is not a whole number "
         "from 0 to 31536000, so the scheduler reads it as [opie] "
         "minimum_uptime (fix: opie-manage flavor set-terms p.tiny "

@@ -75,13 +75,36 @@ def test_a_bad_uptime_is_the_default_and_a_problem_with_its_fix(value):
                             '--minimum-uptime N')
 
 
+@pytest.mark.parametrize('value', [
+    '-1', '30s', '2.5', str(flavor_spec.MAX_NOTICE + 1)])
+def test_a_bad_notice_is_the_default_and_a_problem_with_its_fix(value):
+    flavor = _flavor(notice=value)
+
+    terms, _ = flavor_spec.terms(flavor.extra_specs, 600, 120)
+    found = flavor_spec.check(flavor)
+
+    assert terms == flavor_spec.Terms(0, 600, 120)
+    assert [p.fix for p in found] == [
+        'opie-manage flavor set-terms p.small --notice N']
+    assert found[0].message.endswith('so the scheduler reads it as [opie] '
+                                     'preemption_notice')
+
+
+def test_a_notice_set_is_read_whatever_the_default():
+    assert flavor_spec.terms(_flavor(notice='0').extra_specs, 0, 120)[0] \
+        == flavor_spec.Terms(0, 0, 0)
+    assert flavor_spec.terms(SPECS, 0, 120)[0] == flavor_spec.Terms(
+        0, 0, 120)
+
+
 def test_the_bounds_are_good_values():
     flavor = _flavor(tier=str(flavor_spec.MAX_TIER), minimum_uptime=str(
-        flavor_spec.MAX_MINIMUM_UPTIME))
+        flavor_spec.MAX_MINIMUM_UPTIME), notice=str(flavor_spec.MAX_NOTICE))
 
     assert flavor_spec.check(flavor) == []
     assert flavor_spec.terms(flavor.extra_specs)[0] == flavor_spec.Terms(
-        flavor_spec.MAX_TIER, flavor_spec.MAX_MINIMUM_UPTIME)
+        flavor_spec.MAX_TIER, flavor_spec.MAX_MINIMUM_UPTIME,
+        flavor_spec.MAX_NOTICE)
 
 
 def test_terms_on_a_normal_flavor_are_a_problem():
