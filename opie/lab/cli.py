@@ -36,9 +36,13 @@ from opie.lab import settings
 from opie.testing import guests
 
 EXIT_UNAVAILABLE = 3
-API_SERVICES = ('placement', 'glance', 'neutron', 'nova-api')
+API_SERVICES = ('placement', 'glance', 'neutron', 'nova-api',
+                'nova-metadata', 'metadata-proxy')
+# Each service's config directory under etc/, and the variable it reads
+# it from.
 CONFIG_DIRS = {'keystone': 'KEYSTONE', 'placement': 'PLACEMENT',
-               'glance': 'GLANCE', 'neutron': 'NEUTRON', 'nova-api': 'NOVA'}
+               'glance': 'GLANCE', 'neutron': 'NEUTRON', 'nova-api': 'NOVA',
+               'nova-metadata': 'NOVA'}
 SCHEDULER_BINARIES = ('opie-scheduler', 'nova-scheduler')
 
 
@@ -74,14 +78,19 @@ def _start_apis(lab, services):
     procs = {}
     for service in services:
         directory = configs.gunicorn(lab, service)
-        config_dir = lab.etc / service.replace('-api', '')
         procs[service] = process.start(
             lab, service, [_bin('gunicorn')], cwd=directory,
-            env={'OS_%s_CONFIG_DIR' % CONFIG_DIRS[service]:
-                 str(config_dir)},
-            marker='gunicorn')
+            env=_api_env(lab, service), marker='gunicorn')
     process.wait(lab, procs, lambda: all(
         process.http_ok(lab.url(service)) for service in services))
+
+
+def _api_env(lab, service):
+    if service == 'metadata-proxy':
+        return {'OPIE_LAB_METADATA_API': lab.url('nova-metadata'),
+                'OPIE_LAB_METADATA_SECRET': settings.PASSWORD}
+    name = CONFIG_DIRS[service]
+    return {'OS_%s_CONFIG_DIR' % name: str(lab.etc / name.lower())}
 
 
 def _nova_manage(lab, *args):

@@ -34,6 +34,8 @@ WSGI_APPS = {
     'glance': 'glance.wsgi.api:application',
     'neutron': 'neutron.wsgi.api:application',
     'nova-api': 'nova.wsgi.osapi_compute:application',
+    'nova-metadata': 'nova.wsgi.metadata:application',
+    'metadata-proxy': 'opie.lab.metadata_proxy:application',
 }
 
 
@@ -183,6 +185,13 @@ def nova(lab):
         'database': {'connection': lab.db_url('nova')},
         'wsgi': {'api_paste_config': lab.etc / 'nova' / PASTE['nova']},
         'keystone_authtoken': authtoken(lab, 'nova'),
+        # The metadata API answers requests the lab's metadata proxy
+        # signed (opie.lab.metadata_proxy), and reads the database on each:
+        # a guest sees a notice the moment it is given.
+        'neutron': dict(service_auth(lab, 'neutron'),
+                        service_metadata_proxy='true',
+                        metadata_proxy_shared_secret=settings.PASSWORD),
+        'api': {'metadata_cache_expiration': 0},
         'scheduler': {'workers': settings.SCHEDULER_WORKERS,
                       'discover_hosts_in_cells_interval': -1},
         'conductor': {'workers': 1},
@@ -248,7 +257,8 @@ def nova_compute(lab, index):
     })
     sections['lab_compute'] = {'vcpus': vcpus, 'memory_mb': memory_mb,
                                'local_gb': disk_gb,
-                               'guests_dir': lab.data / 'guests'}
+                               'guests_dir': lab.data / 'guests',
+                               'metadata_url': lab.url('metadata-proxy')}
     write_ini(compute_conf(lab, index), sections)
 
 

@@ -30,7 +30,7 @@ REGION = 'RegionOne'
 PORTS = {
     'mysql': 3306, 'rabbitmq': 5672, 'epmd': 4369, 'rabbitmq-dist': 25672,
     'keystone': 5000, 'placement': 8778, 'glance': 9292, 'neutron': 9696,
-    'nova-api': 8774,
+    'nova-api': 8774, 'nova-metadata': 8775, 'metadata-proxy': 8776,
 }
 # Tenant projects, each with a user of the same name.
 TENANTS = ('alpha', 'beta')

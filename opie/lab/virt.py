@@ -12,7 +12,9 @@
 
 """The lab's virt driver: Nova's ``FakeDriver`` at a size of the lab's
 choosing, whose servers run their user data as local processes
-(:mod:`opie.testing.guests`), so opie-bot's agents work on the lab, and
+(:mod:`opie.testing.guests`), so opie-bot's agents work on the lab, read
+their metadata through the lab's metadata proxy
+(:mod:`opie.lab.metadata_proxy`) and get a clean shutdown, and
 whose snapshots (and so shelving) upload the server's disk to the lab's
 Glance through Nova's image API, with the token of the request, as a real
 driver does. Like a hypervisor, it keeps its node's identity (Nova's
@@ -45,6 +47,9 @@ OPTS = [
                'in GB.'),
     cfg.StrOpt('guests_dir', help='Where servers running user data keep '
                'their disks, one directory per server.'),
+    cfg.StrOpt('metadata_url', help='The lab\'s metadata proxy '
+               '(opie.lab.metadata_proxy): where servers running user data '
+               'read their metadata.'),
 ]
 cfg.CONF.register_opts(OPTS, group='lab_compute')
 
@@ -54,7 +59,7 @@ class LabDriver(guests.RunsUserData, fake.FakeDriverWithoutFakeNodes):
         conf = cfg.CONF.lab_compute
         self.vcpus, self.memory_mb, self.local_gb = (
             conf.vcpus, conf.memory_mb, conf.local_gb)
-        self.guests = guests.Guests(conf.guests_dir)
+        self.guests = guests.Guests(conf.guests_dir, conf.metadata_url)
         super().__init__(virtapi, read_only)
         self.instances = _Kept(os.path.join(cfg.CONF.state_path,
                                             'lab-instances.json'))

@@ -166,13 +166,12 @@ class Notice:
             self.terminator.terminate_later(preemptions, request_info)
             return
         context = nova_context.get_admin_context()
-        now = timeutils.utcnow()
         told, at_once = [], []
         for preemption in preemptions:
             owners = notify.owners(preemption.victims)
             for victim in preemption.victims:
                 given = victim.notice and self._tell(
-                    context, preemption, victim, now, owners, request_info)
+                    context, preemption, victim, owners, request_info)
                 if given:
                     told.append(given)
                 else:
@@ -192,7 +191,7 @@ class Notice:
                                             request_info)
 
     # 2. notice -----------------------------------------------------------
-    def _tell(self, context, preemption, victim, now, owners, request_info):
+    def _tell(self, context, preemption, victim, owners, request_info):
         """Give ``victim`` its notice: a :class:`_Victim`, or None if it
         is promised none (or is no victim any more: the terminator
         judges it)."""
@@ -202,16 +201,22 @@ class Notice:
         seconds = flavor_check.terms(instance.flavor).notice
         if not seconds:
             return None
-        at = now + datetime.timedelta(seconds=seconds)
-        instance.metadata = dict(instance.metadata, **{KEY: stamp(at)})
+        notice = datetime.timedelta(seconds=seconds)
+        announced = timeutils.utcnow() + notice
+        instance.metadata = dict(instance.metadata,
+                                 **{KEY: stamp(announced)})
         instance.save()
+        # Never less than the notice from when its owner can read it: a
+        # write slow under load moves the stop, not the time announced.
+        at = max(announced, timeutils.utcnow() + notice)
         mapping = objects.InstanceMapping.get_by_instance_uuid(
             context, victim.uuid)
         terminate.record_event(
             mapping.cell_mapping, victim.uuid, preemption.host, EVENT,
-            'notice of %d s: clean shutdown at %s' % (seconds, stamp(at)))
+            'notice of %d s: clean shutdown at %s' % (seconds,
+                                                      stamp(announced)))
         self.terminator.notifier.notice(
-            preemption, victim, seconds, at, owners, request_info,
+            preemption, victim, seconds, announced, owners, request_info,
             self.terminator.settings.termination_mode)
         LOG.info('OPIE: preempted instance %s on %s for %s is given %d s '
                  'of notice', victim.uuid, preemption.host,

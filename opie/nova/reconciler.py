@@ -31,7 +31,11 @@ instance action, delete or shelve, notification):
   and terminated where its room is taken (notification reason
   ``claimed``). One that holds allocations elsewhere is moving (a live
   migration, a resize's or cold migration's disk copy): its row still
-  names the source while its allocations sit on the destination. Hosts
+  names the source while its allocations sit on the destination. One
+  under a notice (:mod:`.notice`: its metadata names a time, and the
+  compute's shutdown timeout after it has not passed) is left to the
+  scheduler that gave it, which stops it then; once that time is over it
+  is one left running (its scheduler died during the notice). Hosts
   are read from Placement only where such instances run: one request per
   host, and one per instance that holds nothing there.
 * **h_f overcommit.** Every OPIE write is a compare-and-swap on its host

@@ -17,8 +17,12 @@ Nova's ``FakeDriver`` keeps servers as records; a driver holding a
 (``#!``), as cloud-init runs user scripts on first boot, as a real
 subprocess in a directory of its own (the server's disk), recorded in its
 ``pid`` file. Stopping, shelving or deleting the server kills that process
-group; unshelving runs the script again, as a boot would. Used by the
-demo cloud and by the lab's computes.
+group; unshelving runs the script again, as a boot would. A clean shutdown
+(Nova's stop with a timeout) sends it SIGTERM first, as ACPI's power button
+tells a guest's init to shut down, and kills it once the timeout is over.
+Given a ``metadata_url``, a script finds in ``OPIE_METADATA_URL`` where
+it reads its metadata, as a guest reads ``http://169.254.169.254``. Used
+by the demo cloud and by the lab's computes.
 """
 import base64
 import io
@@ -34,8 +38,9 @@ PID_FILE = 'pid'
 class Guests:
     """The processes standing for running servers, by instance uuid."""
 
-    def __init__(self, root):
+    def __init__(self, root, metadata_url=None):
         self.root = root
+        self.metadata_url = metadata_url
         self.procs = {}
 
     def boot(self, instance):
@@ -51,6 +56,9 @@ class Guests:
             f.write(script)
         env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
                'HOME': disk, 'OPIE_AGENT_DIR': os.path.join(disk, 'agent')}
+        if self.metadata_url:
+            env['OPIE_METADATA_URL'] = '%s/%s/%s' % (
+                self.metadata_url, instance.uuid, instance.project_id)
         with open(os.path.join(disk, 'console.log'), 'ab') as log:
             # The venv's Python stands for the guest's python3, so demo
             # tasks can import opie.
@@ -73,13 +81,24 @@ class Guests:
                         if info.name.endswith('/' + PID_FILE) else info)
         return buf.getvalue()
 
-    def halt(self, uuid):
+    def halt(self, uuid, timeout=0):
+        """Stop the server's process group: with SIGTERM and ``timeout``
+        seconds to exit if given (a clean shutdown), then SIGKILL."""
         proc = self.procs.pop(uuid, None)
         if proc is None:
             return
         if proc.poll() is None:
-            # The agent leads its own session: its tasks go with it.
-            os.killpg(proc.pid, signal.SIGKILL)
+            if timeout:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    pass
+            try:
+                # The agent leads its own session: its tasks go with it.
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         proc.wait()
         os.unlink(os.path.join(self.root, uuid, PID_FILE))
 
@@ -103,7 +122,7 @@ class RunsUserData:
             self.guests.boot(instance)
 
     def power_off(self, instance, timeout=0, retry_interval=0):
-        self.guests.halt(instance.uuid)
+        self.guests.halt(instance.uuid, timeout)
         super().power_off(instance, timeout, retry_interval)
 
     def destroy(self, context, instance, network_info, block_device_info=None,

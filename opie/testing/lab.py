@@ -241,9 +241,10 @@ def actions(server_id):
 
 
 def size(server):
-    """(vCPUs, MB, GB) of the server's flavor, preemptible or not."""
-    return FLAVORS[server.flavor['original_name'].replace(
-        '-preemptible', '')]
+    """(vCPUs, MB, GB) of the server's flavor, as Nova embeds it in the
+    server (API 2.47 and later)."""
+    flavor = server.flavor
+    return flavor['vcpus'], flavor['ram'], flavor['disk']
 
 
 def assert_within_capacity(servers):
