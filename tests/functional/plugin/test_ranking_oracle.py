@@ -135,3 +135,33 @@ def test_the_plan_decides_as_when_it_read_every_host(opie_options):
     print('hosts whose instances were read: %d, the oracle %d (%.2f)'
           % (read, oracle_read, read / oracle_read))
     assert read < oracle_read
+
+
+def _three_hosts(dearest_minutes):
+    """a's cheapest victim has run 20 minutes, b's 20.1 (b has more free
+    RAM), c's ``dearest_minutes``: c is never the best."""
+    return (cloud_mod.Cloud()
+            .host('a', preemptibles=[cloud_mod.victim('a%d' % i, minutes=m)
+                                     for i, m in enumerate((20, 30, 40, 45))])
+            .host('b', normal=res.Resources(6, 0, 0),
+                  preemptibles=[cloud_mod.victim('b0', minutes=20.1)])
+            .host('c', preemptibles=[
+                cloud_mod.victim('c%d' % i, minutes=dearest_minutes)
+                for i in range(4)]))
+
+
+def test_the_dearest_host_decides_between_the_two_best():
+    """Why every host that passes is searched: Nova normalises each
+    weigher over the hosts that pass, so the dearest host's exact cost
+    sets how much a cost difference weighs against the other weighers'
+    (here Nova's RAM weigher, default multipliers). A bound that left the
+    dearest host unsearched would choose another host."""
+    spec = cloud_mod.spec('medium')
+    chosen = {}
+    for minutes in (25, 50):
+        decided = _schedule(_three_hosts(minutes), spec, instances=1)
+        weighed, order, option, _, _ = decided[0]
+        assert order[-1] == 'c'
+        chosen[minutes] = order[0], [v.name for v in option.victims]
+
+    assert chosen == {25: ('a', ['a0']), 50: ('b', ['b0'])}
