@@ -14,10 +14,11 @@
 
 On ``benchmarks/scale.py``'s saturated cloud (N nodes of 20 preemptibles,
 every vCPU taken, so every host needs a victim search), each timed
-request is cut into phases (Nova's host states, filters and weighers;
-OPIE's assessment of each host, its victim search, the instance reads and
-their one query per cell; the budget read) and counts the hosts whose
-instances were read and the hosts assessed. Requests alternate between
+request is cut into phases (Placement's candidates, Nova's host states,
+filters and weighers; OPIE's assessment of each host, its victim search,
+the instance reads and their one query per cell, the budget read; the
+claim) and counts the hosts whose instances were read and the hosts
+assessed. Requests alternate between
 the plan as it is and the plan with nothing told from Placement's usages
 (``Plan._refused_unread`` answering no: the reference of
 ``tests/functional/plugin/test_ranking_oracle.py``), and the ratio of
@@ -44,19 +45,23 @@ from opie.core import scheduling  # noqa: E402
 from opie.core import victims  # noqa: E402
 from opie.nova import hoststate  # noqa: E402
 from opie.nova import instance_cache  # noqa: E402
+from opie.nova import manager as opie_manager  # noqa: E402
 from opie.nova import plan as plan_mod  # noqa: E402
 from opie.testing import cloud  # noqa: E402
 import scale  # noqa: E402 (benchmarks/, beside this file)
 
+ASSESSED = "  OPIE's assessment of a host"
 # (owner, function, phase): timed per request, and counted.
 PHASES = (
     (nova_manager.SchedulerManager, 'select_destinations',
      'select_destinations (all)'),
+    (opie_manager.ClaimingClient, 'get_allocation_candidates',
+     "Placement's candidates"),
     (nova_manager.SchedulerManager, '_get_all_host_states',
      "Nova's host states"),
     (host_manager.HostManager, 'get_filtered_hosts',
      "Nova's filters (OPIE's among them)"),
-    (plan_mod.Plan, '_assess', "  OPIE's assessment of a host"),
+    (plan_mod.Plan, '_assess', ASSESSED),
     (scheduling, 'assess_host', '    the core (costs, victim search)'),
     (victims, 'select', '      the victim search'),
     (plan_mod.Plan, '_budgets', '    budgets left (read once)'),
@@ -65,6 +70,8 @@ PHASES = (
      '    query per cell (changes)'),
     (host_manager.HostManager, 'get_weighed_hosts',
      "Nova's weighers (OPIE's among them)"),
+    (opie_manager.ClaimingClient, 'claim_resources',
+     'the claim (victims read again, one write)'),
 )
 MODES = ('as it is', 'every host read')
 
@@ -151,7 +158,7 @@ def report():
                 for mode in MODES)))
         read, reference = (counts[mode]['hosts read'] / calls
                            for mode in MODES)
-        assessed, every = (counts[mode][PHASES[3][2]] / calls
+        assessed, every = (counts[mode][ASSESSED] / calls
                            for mode in MODES)
         print('hosts whose instances were read per request: %g, every host '
               'read %g: ratio %.2f' % (read, reference, read / reference))
