@@ -24,7 +24,8 @@ run OPIE's filter, Nova's RAM and CPU weighers (whose weights Nova
 normalises over the hosts that pass: a verdict changed anywhere would move
 them) and OPIE's two weighers, then the plan orders them by fit and tier,
 as the manager does. Each instance's passing hosts, weights, order and
-victims, and every refusal's reason, must be the oracle's.
+victims, every refusal's reason and each preemption's explanation must be
+the oracle's.
 """
 import dataclasses
 import random
@@ -82,6 +83,7 @@ def _rank(plan, host_states, spec):
          overcommit.OvercommitWeigher(),
          preemption_cost.PreemptionCostWeigher()], passing, spec)
     order = plan.lowest_tier_first([w.obj for w in weighed])
+    plan.ranked(order)
     return [(w.obj.host, w.weight) for w in weighed], [h.host for h in order]
 
 
@@ -105,7 +107,8 @@ def _schedule(cloud, spec, instances=2):
             plan.committed(record, record.generation + 1, 'server-%d' % n,
                            victims, [object()] * len(victims), option.cost)
             plan.place(record)
-    return decided
+    # What each preemption is explained by (hosts, costs, refusals).
+    return decided, [p.explanation for p in plan.preemptions]
 
 
 def _read(cloud):
@@ -160,7 +163,7 @@ def test_the_dearest_host_decides_between_the_two_best():
     chosen = {}
     for minutes in (25, 50):
         decided = _schedule(_three_hosts(minutes), spec, instances=1)
-        weighed, order, option, _, _ = decided[0]
+        weighed, order, option, _, _ = decided[0][0]
         assert order[-1] == 'c'
         chosen[minutes] = order[0], [v.name for v in option.victims]
 
