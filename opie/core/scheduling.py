@@ -114,6 +114,32 @@ def assess_host(request, host, cost_model, now, max_victims=None,
                    costs), ''
 
 
+def refusal_by_usage(request, capacity, normal_used, preemptible_used):
+    """Why :func:`assess_host` refuses a host whatever its preemptible
+    instances are, told from Placement's usages alone; '' when the
+    instances may decide. A host so refused needs neither an instance read
+    nor a victim search.
+
+    Whatever instances are listed, h_n's free room is at most ``capacity
+    - normal_used`` (preemptible usage no listed instance explains counts
+    as used in h_n) and h_f's at most that less ``preemptible_used``
+    (listed instances beyond it count as used). A host whose preemptible
+    usage cannot cover the h_f shortfall in some dimension is one whose
+    h_n lacks room in that dimension: :func:`assess_host` refuses it for
+    h_n, before any search. Nothing else about a host's outcome follows
+    from its usages: whether an eligible set exists, its tier and its cost
+    are the instances' to tell.
+    """
+    free_normal = capacity - normal_used
+    if request.preemptible:
+        if not (free_normal - preemptible_used).covers(request.resources):
+            return NO_ROOM_FULL
+        return ''
+    if not free_normal.covers(request.resources):
+        return NO_ROOM_NORMAL
+    return ''
+
+
 def _why_no_victims(shortfall, host, costs, now, max_victims, budgets):
     """Which constraint left the host without a victim set: the ones
     whose lifting alone would give a set (any of them is then what stands

@@ -261,12 +261,24 @@ class Plan:
             return False
         if res.ZERO.covers(record.preemptible_used):
             return False
+        if self._refused_unread(record):
+            return False
         if self.settings.ranking == scheduling.ALL_PREEMPTIBLES:
             return True
         if self.request.preemptible:
             return False
         fits = record.free_full().covers(self.request.resources)
         return not fits and self.may_preempt
+
+    def _refused_unread(self, record):
+        """Is ``record`` refused whatever its preemptibles are? Told from
+        its summary alone (no token, or
+        :func:`~opie.core.scheduling.refusal_by_usage`), with the reason
+        :meth:`_assess` gives it read or not: its instances are not read."""
+        return record.token_inventory is False or bool(
+            scheduling.refusal_by_usage(
+                self.request, record.capacity, record.normal_used,
+                record.preemptible_used))
 
     def _ensure_instances(self, record):
         """Load preemptibles of every host that needs them, in one batch,
