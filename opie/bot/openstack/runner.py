@@ -211,7 +211,12 @@ class AgentRunner(interfaces.Runner):
         self._write(server_id)
 
     def stop(self, server_id, task_id):
-        self.assigned[server_id][task_id]['stop'] = True
+        assignment = self.assigned.get(server_id, {}).get(task_id)
+        if assignment is None:
+            # Its server was lost meanwhile, or the assignment read back
+            # on resume was unusable: nothing runs to stop.
+            return
+        assignment['stop'] = True
         self._write(server_id)
 
     def watch(self, callback):

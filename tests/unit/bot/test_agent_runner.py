@@ -157,3 +157,16 @@ def test_a_stop_nobody_asked_for_is_no_stop(tmp_path):
 
     assert events == []
     assert 't1' in agent.read_json(store, 'servers/name-s1/assign.json')
+
+
+def test_a_stop_of_a_task_on_a_lost_server_asks_nothing(tmp_path):
+    store, _, runner, events = make(tmp_path)
+    runner.start('s1', 't1', RUN)
+    runner.server_event(interfaces.ServerEvent(interfaces.TERMINATED, 's1'))
+
+    runner.stop('s1', 't1')
+    runner.stop('s2', 't1')
+
+    assert events == []
+    assert 'stop' not in agent.read_json(
+        store, 'servers/name-s1/assign.json')['t1']
