@@ -535,6 +535,7 @@ class Run:
             fraction = self.progress()
             self.agent.checkpoint(self.task_id, self.state_dir, fraction)
             self.kill()
+            self.log_copy.copy()
             self.report.update(state='stopped', progress=fraction)
             return True
         if rc is None:

@@ -251,6 +251,7 @@ def test_a_task_asked_to_stop_checkpoints_where_it_stands_and_stops(
         tmp_path):
     store, first = make(tmp_path, 's1')
     running = assignment(sleep=30)
+    running['command'] = 'echo started; ' + running['command']
     agent.write_json(store, 'servers/s1/assign.json', {'t1': running})
     end = time.monotonic() + 10
     # Until the task has counted its run and said how far it is.
@@ -271,6 +272,9 @@ def test_a_task_asked_to_stop_checkpoints_where_it_stands_and_stops(
     assert run.proc.poll() is not None
     assert first.runs == {}
     assert agent.read_json(store, 'results/t1.json') is None
+    # Its whole output is in the store.
+    assert b''.join(tasklogs.pieces(store, 'logs/t1/1-s1/')) == \
+        b'started\n'
     latest = agent.read_json(store, 'checkpoints/t1/latest.json')
     assert latest['fraction'] == pytest.approx(0.5)
     assert latest['server'] == 's1'
