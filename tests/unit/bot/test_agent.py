@@ -250,16 +250,27 @@ def test_a_running_tasks_log_so_far(tmp_path):
 def test_a_task_asked_to_stop_checkpoints_where_it_stands_and_stops(
         tmp_path):
     store, first = make(tmp_path, 's1')
-    running = assignment(sleep=30)
-    running['command'] = 'echo started; ' + running['command']
+    go = tmp_path / 'go'
+    # It counts its runs in its state, then, once told to go (after the
+    # agent's last look), says how far it is and writes to its output.
+    running = dict(assignment(), command=(
+        '%s -c "import os, time\n'
+        'p = os.environ[\'OPIE_STATE_DIR\']\n'
+        'open(p + \'/n\', \'w\').write(\'1\')\n'
+        'while not os.path.exists(%r): time.sleep(0.01)\n'
+        'open(p + \'/progress\', \'w\').write(\'0.5\')\n'
+        'print(\'saved\', flush=True)\n'
+        'time.sleep(30)"' % (sys.executable, str(go))))
     agent.write_json(store, 'servers/s1/assign.json', {'t1': running})
+    first.cycle()
+    go.touch()
+    state = os.path.join(tmp_path, 's1', 't1', '1')
     end = time.monotonic() + 10
-    # Until the task has counted its run and said how far it is.
-    while not os.path.exists(os.path.join(tmp_path, 's1', 't1', '1',
-                                          'state', 'progress')):
+    while b'saved' not in (tmp_path / 's1' / 't1' / '1' /
+                           'output').read_bytes():
         assert time.monotonic() < end
-        first.cycle()
-        time.sleep(0.05)
+        time.sleep(0.01)
+    assert os.path.exists(os.path.join(state, 'state', 'progress'))
     run = first.runs['t1']
 
     agent.write_json(store, 'servers/s1/assign.json',
@@ -273,8 +284,7 @@ def test_a_task_asked_to_stop_checkpoints_where_it_stands_and_stops(
     assert first.runs == {}
     assert agent.read_json(store, 'results/t1.json') is None
     # Its whole output is in the store.
-    assert b''.join(tasklogs.pieces(store, 'logs/t1/1-s1/')) == \
-        b'started\n'
+    assert b''.join(tasklogs.pieces(store, 'logs/t1/1-s1/')) == b'saved\n'
     latest = agent.read_json(store, 'checkpoints/t1/latest.json')
     assert latest['fraction'] == pytest.approx(0.5)
     assert latest['server'] == 's1'
