@@ -40,8 +40,8 @@ all the time it needs).  A notice removed while the server is ACTIVE
 (OPIE withdrew it: the server is no victim any more) is journalled
 (``notice_withdrawn``); the executor does not take a server back, so the
 server keeps running what it runs and takes nothing new.  A new value
-is a new notice.  The key OPIE left on a server it shelved is stale when
-the server comes back, and is no notice.
+is a new notice.  The key OPIE left on a server it stopped and shelved
+names a time past when the server comes back: that is no notice.
 
 Ownership comes from the journal, never from what is on the cloud: any
 member of the project can tag, rename or add metadata to a server.
@@ -321,23 +321,26 @@ class NovaCloud(interfaces.Cloud):
 
     def _notice(self, sid, value, stale):
         """Report a new notice ``value`` of an ACTIVE server (see the
-        module docstring); ``stale`` if the server was shelved before."""
+        module docstring); ``stale`` if the server was shelved until
+        now, so that a time past is the notice that preceded it."""
         entry = self.servers[sid]
         if entry['state'] != ACTIVE or value == entry['notice']:
             return
-        withdrawn = entry['noticed'] and value is None
+        withdrawn = entry['noticed'] and value is None and not stale
         entry['notice'] = value
         entry['noticed'] = False
-        if stale or value is None:
-            if withdrawn and not stale:
-                self.journal.append({'t': self.clock.now(),
-                                     'event': 'notice_withdrawn',
-                                     'server': sid})
+        if withdrawn:
+            self.journal.append({'t': self.clock.now(),
+                                 'event': 'notice_withdrawn', 'server': sid})
+        if value is None:
             return
         at = preempt_at(value)
         if at is not None:
+            at = self.clock.job_time(at)
+            if stale and at <= self.clock.now():
+                return      # the notice that preceded its shelve
             entry['noticed'] = True
-            self._emit(interfaces.NOTICE, sid, self.clock.job_time(at))
+            self._emit(interfaces.NOTICE, sid, at)
         elif not entry['refused']:
             entry['refused'] = True
             self.journal.append({'t': self.clock.now(),

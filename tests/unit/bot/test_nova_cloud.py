@@ -303,9 +303,10 @@ def test_a_past_or_far_notice_is_reported_as_it_is(value, at):
 def test_a_notice_left_from_before_a_shelve_is_no_notice():
     # OPIE stops a victim, then shelves it: the key stays, and is stale
     # once the server is unshelved.
+    # (Now is job time 7.)
     cloud, servers, journal, events = make()
     cloud.adopt('a', 'a', nova.ACTIVE)
-    given, later = notice('2026-11-23T10:05:00Z'), notice(
+    given, later = notice('2026-11-23T10:00:05Z'), notice(
         '2026-11-23T11:00:00Z')
     for status, metadata in (('ACTIVE', {}), ('ACTIVE', given),
                              ('SHELVED_OFFLOADED', given),
@@ -315,9 +316,20 @@ def test_a_notice_left_from_before_a_shelve_is_no_notice():
         servers.metadata['a'] = metadata
         cloud.poll(full=True)
     assert [(e.kind, e.at) for e in events] == [
-        (interfaces.NOTICE, 300.0), (interfaces.HIBERNATED, None),
+        (interfaces.NOTICE, 5.0), (interfaces.HIBERNATED, None),
         (interfaces.RESUMED, None), (interfaces.NOTICE, 3600.0)]
     assert journal.records() == []
+
+
+def test_a_server_back_from_a_shelve_with_a_new_notice_is_told():
+    cloud, servers, _, events = make()
+    cloud.adopt('a', 'a', nova.SHELVED)
+    servers.status['a'] = 'ACTIVE'
+    servers.metadata['a'] = notice('2026-11-23T10:00:08Z')
+    cloud.poll(full=True)
+    assert [(e.kind, e.at) for e in events] == [
+        (interfaces.RESUMED, None), (interfaces.ACTIVE, None),
+        (interfaces.NOTICE, 8.0)]
 
 
 def test_a_notice_on_a_server_not_yet_active_comes_after_active():
