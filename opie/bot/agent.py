@@ -19,10 +19,13 @@ meet in the job's object store, where each writes its own objects:
 
 ``servers/<server>/assign.json`` (client)
     ``{task_id: assignment}``: the tasks this server must run.  A task
-    that leaves it is killed.
+    that leaves it is killed.  One whose assignment says ``stop`` (its
+    server is about to be preempted) is checkpointed where it stands,
+    then killed, and reported ``stopped``, unless it ended first.
 ``servers/<server>/status.json`` (agent)
     A heartbeat and, per task, ``state`` (running, finished, failed),
-    ``attempt``, ``progress`` and whether this run ``committed``.
+    ``attempt``, ``progress`` and whether this run ``committed``; or
+    ``stopped``, once its checkpoint is written.
 ``checkpoints/<task>/<n>.tar.gz`` and ``checkpoints/<task>/latest.json``
     The task's state directory (``$OPIE_STATE_DIR``), every time a
     checkpoint falls due, and the pointer to the newest one: ``fraction``
@@ -473,6 +476,7 @@ class Run:
         self.started = None
         self.tries = 0
         self.due = list(assignment.get('checkpoints_at', ()))
+        self.stopping = False
         self.report = {'attempt': self.attempt, 'state': 'running',
                        'progress': assignment.get('start', 0.0)}
 
@@ -527,6 +531,13 @@ class Run:
         if self.error:
             return self._commit(None, {'error': self.error})
         rc = self.proc.poll()
+        if rc is None and self.stopping:
+            fraction = self.progress()
+            self.agent.checkpoint(self.task_id, self.state_dir, fraction)
+            self.kill()
+            self.log_copy.copy()
+            self.report.update(state='stopped', progress=fraction)
+            return True
         if rc is None:
             elapsed = time.monotonic() - self.started
             while self.due and self.due[0] <= elapsed:
@@ -613,6 +624,8 @@ class Agent:
                 # A store that fails now is tried again next cycle.
                 run.launch()
                 self.runs[task_id] = run
+            if task_id in self.runs:
+                self.runs[task_id].stopping = bool(assignment.get('stop'))
         for task_id, run in list(self.runs.items()):
             if run.step():
                 self.over[(task_id, run.attempt)] = run.report

@@ -249,7 +249,8 @@ def cmd_run(args):
     if args.backend == 'openstack':
         if args.notice is not None:
             raise InputError('opie-bot run: --notice is for the simulated '
-                             'cloud (a real one gives its own)')
+                             'cloud; on a real one each server\'s notice is '
+                             'read from its metadata key opie:preempt_at')
         _check_store(args.store)
         return _cloud_command(_run_openstack, args)
     given = [option for option, dest in CLOUD_OPTIONS
@@ -702,9 +703,10 @@ def cmd_sim(args):
 
 def _notice_option(parser):
     parser.add_argument('--notice', type=NON_NEGATIVE, metavar='SECONDS',
-                        help='announce each preemption this long before it '
-                        'comes (default 0: no notice); sim also shows the '
-                        'work lost')
+                        help='simulated cloud: announce each preemption '
+                        'this long before it comes (default 0: no notice); '
+                        'sim also shows the work lost.  A real cloud gives '
+                        'its own (opie:preempt_at)')
 
 
 def _limit_options(parser):

@@ -21,7 +21,10 @@ A cloud that warns before it preempts (OPIE issue 26) reports a
 ``NOTICE`` with the time the server goes (``ServerEvent.at``); the
 executor then asks the Runner to ``stop`` the server's tasks, each of
 which checkpoints and reports ``STOPPED``.  A backend whose cloud gives
-no notice reports none and never sees ``stop``.
+no notice reports none and never sees ``stop``.  The simulated cloud
+gives one as told (``--notice``); the OpenStack backend reads OPIE's
+from each server's metadata (:mod:`opie.bot.openstack.nova`) and asks
+the task agent to stop (:mod:`opie.bot.openstack.runner`).
 """
 import abc
 import dataclasses
@@ -37,13 +40,6 @@ NOTICE = 'notice'            # will be hibernated or terminated at ``at``
 
 FINISHED = 'finished'        # the task committed its result
 STOPPED = 'stopped'          # checkpointed on request and stopped cleanly
-
-# Where OPIE's preemption notice will be read on a real cloud (issue 26,
-# server side pending): a server metadata key holding the time the
-# server goes, which the guest also reads from the metadata service
-# (meta_data.json) and the client by polling the server.  The OpenStack
-# backend does not read it yet: it reports no NOTICE.
-PREEMPT_AT_KEY = 'opie:preempt_at'
 
 
 @dataclasses.dataclass(frozen=True)

@@ -42,6 +42,7 @@ import os
 
 from opie.bot import agent
 from opie.bot import datadir
+from opie.bot import interfaces
 from opie.bot import jobfile
 from opie.bot import paths
 
@@ -158,8 +159,10 @@ class Fetcher:
         self.pending = set()
 
     def ended(self, event):
-        """A runner's task event: fetch on the next :meth:`run`."""
-        self.pending.add(event.task_id)
+        """A runner's task event: a task that ended is fetched on the
+        next :meth:`run` (one that stopped has nothing to fetch)."""
+        if event.kind == interfaces.FINISHED:
+            self.pending.add(event.task_id)
 
     def run(self):
         for task_id in sorted(self.pending):

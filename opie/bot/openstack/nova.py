@@ -27,6 +27,22 @@ up on it (at the migration trigger time); a server in ERROR (no room)
 is a boot failure: journalled, deleted, and then lost to the job, never
 counted as a preemption.
 
+OPIE's preemption notice (``opie.nova.notice``) is read from the same
+listing, which carries each server's metadata (and lists a server again
+when its metadata changes: Nova saves it with the server, whose
+``updated`` moves): an ACTIVE server whose :data:`NOTICE_KEY` names a
+time is reported once as a ``NOTICE`` at that time, in job time.  The
+value may be anything the owner, or any member of the project, wrote:
+one that names no time is journalled once per server
+(``notice_unusable``) and ignored; a time long past or far away is
+reported as it is (the executor then has no time to save anything, or
+all the time it needs).  A notice removed while the server is ACTIVE
+(OPIE withdrew it: the server is no victim any more) is journalled
+(``notice_withdrawn``); the executor does not take a server back, so the
+server keeps running what it runs and takes nothing new.  A new value
+is a new notice.  The key OPIE left on a server it stopped and shelved
+names a time past when the server comes back: that is no notice.
+
 Ownership comes from the journal, never from what is on the cloud: any
 member of the project can tag, rename or add metadata to a server.
 Before each create call the client journals its intent (a fresh nonce
@@ -44,6 +60,7 @@ The client writes its intent to delete to the journal first, so a resumed
 client knows which vanished servers it deleted itself.
 """
 import datetime
+import re
 import secrets
 import time
 
@@ -63,6 +80,15 @@ NONCE = 'opie-nonce'    # server metadata: which create call made it
 CREATE_WINDOW = datetime.timedelta(minutes=10)
 # A server's updated_at may lag the clock of the poll that sees it.
 SINCE_MARGIN = datetime.timedelta(minutes=2)
+# Server metadata: when OPIE preempts the server (opie.nova.notice.KEY;
+# opie-bot imports nothing of Nova).
+NOTICE_KEY = 'opie:preempt_at'
+# The notice's value: an ISO 8601 time, as opie.nova.notice.stamp writes
+# it (or with a fraction, an offset, or none: UTC); and how much of a
+# value that is not one the journal shows.
+NOTICE_FORMAT = re.compile(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?'
+                           r'(Z|[+-]\d\d:\d\d)?', re.ASCII)
+NOTICE_VALUE_SHOWN = 80
 
 
 class SetupError(Exception):
@@ -246,17 +272,22 @@ class NovaCloud(interfaces.Cloud):
                       if getattr(s, 'updated', None)]
             if newest:
                 self.since = max(self.since, max(newest) - SINCE_MARGIN)
-            seen = [(s.id, s.status) for s in listed]
-        for sid, status in seen:
+            seen = [(s.id, s.status, getattr(s, 'metadata', None))
+                    for s in listed]
+        for sid, status, metadata in seen:
             if sid in self.servers:
+                was = self.servers[sid]['state']
                 self._transition(sid, status)
+                self._notice(sid, (metadata or {}).get(NOTICE_KEY),
+                             stale=was == SHELVED)
         self._retry_unshelve()
 
     def _get(self, sid):
         try:
-            return sid, self.nova.servers.get(sid).status
+            server = self.nova.servers.get(sid)
         except nova_exc.NotFound:
-            return sid, 'DELETED'
+            return sid, 'DELETED', None
+        return sid, server.status, server.metadata
 
     def _transition(self, sid, status):
         entry = self.servers[sid]
@@ -287,6 +318,34 @@ class NovaCloud(interfaces.Cloud):
                                  'event': 'server_error', 'server': sid})
             self._delete(sid, 'boot failed')
             self._emit(interfaces.BOOT_FAILED, sid)
+
+    def _notice(self, sid, value, stale):
+        """Report a new notice ``value`` of an ACTIVE server (see the
+        module docstring); ``stale`` if the server was shelved until
+        now, so that a time past is the notice that preceded it."""
+        entry = self.servers[sid]
+        if entry['state'] != ACTIVE or value == entry['notice']:
+            return
+        withdrawn = entry['noticed'] and value is None and not stale
+        entry['notice'] = value
+        entry['noticed'] = False
+        if withdrawn:
+            self.journal.append({'t': self.clock.now(),
+                                 'event': 'notice_withdrawn', 'server': sid})
+        if value is None:
+            return
+        at = preempt_at(value)
+        if at is not None:
+            at = self.clock.job_time(at)
+            if stale and at <= self.clock.now():
+                return      # the notice that preceded its shelve
+            entry['noticed'] = True
+            self._emit(interfaces.NOTICE, sid, at)
+        elif not entry['refused']:
+            entry['refused'] = True
+            self.journal.append({'t': self.clock.now(),
+                                 'event': 'notice_unusable', 'server': sid,
+                                 'value': repr(value)[:NOTICE_VALUE_SHOWN]})
 
     def _retry_unshelve(self):
         now = time.monotonic()
@@ -336,8 +395,8 @@ class NovaCloud(interfaces.Cloud):
         return [sid for sid in sorted(self.servers)
                 if not self._delete(sid, reason)]
 
-    def _emit(self, kind, sid):
-        event = interfaces.ServerEvent(kind, sid)
+    def _emit(self, kind, sid, at=None):
+        event = interfaces.ServerEvent(kind, sid, at)
         for listener in self._listeners:
             listener(event)
 
@@ -360,7 +419,25 @@ def _made_by(server, intent, user):
 def _record(name, state):
     """What the cloud tracks about one of the job's servers."""
     return {'name': name, 'state': state, 'tried': None,
-            'booted': state == ACTIVE}
+            'booted': state == ACTIVE,
+            'notice': None,      # the notice value last seen
+            'noticed': False,    # and it was reported
+            'refused': False}    # an unusable one was journalled
+
+
+def preempt_at(value):
+    """The time (epoch seconds) a :data:`NOTICE_KEY` value names, or
+    None if it names none: ISO 8601, UTC unless it says otherwise (as
+    ``opie.nova.notice.parse`` reads it)."""
+    if not isinstance(value, str) or not NOTICE_FORMAT.fullmatch(value):
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return when.timestamp()
 
 
 def _utcnow():

@@ -22,7 +22,11 @@ server was lost) is reported finished without running again.  A run that
 finds the result already there is a duplicate: journalled and counted,
 never committed twice.  An assignment names the task's input objects
 and its output patterns, so the agent stages the one and uploads the
-other (:mod:`opie.bot.staging`, :mod:`opie.bot.outputs`).
+other (:mod:`opie.bot.staging`, :mod:`opie.bot.outputs`).  A task asked
+to ``stop`` (its server has a notice) is reported ``STOPPED`` once its
+agent says it checkpointed and stopped that very run; a ``stopped`` the
+client did not ask for (a task can write its server's status) is
+ignored.
 
 Every task can write any object of the store (its agent's key is on its
 server), so every object read back is checked (:class:`Reader`): one
@@ -60,7 +64,7 @@ def committed(store):
             for key in store.list('results/')}
 
 
-STATES = ('running', 'finished', 'failed')
+STATES = ('running', 'finished', 'failed', 'stopped')
 
 
 def finite_number(value):
@@ -206,6 +210,15 @@ class AgentRunner(interfaces.Runner):
         self.assigned[server_id].pop(task_id, None)
         self._write(server_id)
 
+    def stop(self, server_id, task_id):
+        assignment = self.assigned.get(server_id, {}).get(task_id)
+        if assignment is None:
+            # Its server was lost meanwhile, or the assignment read back
+            # on resume was unusable: nothing runs to stop.
+            return
+        assignment['stop'] = True
+        self._write(server_id)
+
     def watch(self, callback):
         self._listeners.append(callback)
 
@@ -284,8 +297,13 @@ class AgentRunner(interfaces.Runner):
             for task_id, a in list(tasks.items()):
                 report = reports.get(task_id)
                 if report is None or report['attempt'] != a['attempt'] \
-                        or report['state'] == 'running' \
-                        or self.result(task_id) is None:
+                        or report['state'] == 'running':
+                    continue
+                if report['state'] == 'stopped':
+                    if a.get('stop'):
+                        self._stopped(server_id, task_id)
+                    continue
+                if self.result(task_id) is None:
                     continue
                 self._ended(server_id, task_id, report)
         self._already_committed()
@@ -302,6 +320,11 @@ class AgentRunner(interfaces.Runner):
                                  'event': 'task_failed', 'task': task_id,
                                  'exit_status': report.get('exit_status')})
         self._emit(server_id, task_id)
+
+    def _stopped(self, server_id, task_id):
+        del self.assigned[server_id][task_id]
+        self._write(server_id)
+        self._emit(server_id, task_id, interfaces.STOPPED)
 
     def _already_committed(self):
         """Assigned tasks whose result another run committed."""
@@ -323,8 +346,8 @@ class AgentRunner(interfaces.Runner):
                                      'task': task_id, 'server': server_id})
                 self._emit(server_id, task_id)
 
-    def _emit(self, server_id, task_id):
-        event = interfaces.TaskEvent(interfaces.FINISHED, server_id, task_id)
+    def _emit(self, server_id, task_id, kind=interfaces.FINISHED):
+        event = interfaces.TaskEvent(kind, server_id, task_id)
         for listener in self._listeners:
             listener(event)
 

@@ -19,7 +19,9 @@ their real code against it, in one process and in well under a second of
 wall time (job time runs ``SPEED`` times faster).  Servers boot on the
 next poll (or fail to, for flavors in ``error_flavors``); each poll, the
 agents of ACTIVE servers commit every task assigned to them except those
-in ``hang`` (or, on their first attempt, in ``hang_once``).  With
+in ``hang`` (or, on their first attempt, in ``hang_once``), and stop
+those the client asks to stop, with a checkpoint of the fraction
+``progress`` says (by default the one the run started from).  With
 ``agents_dir`` set, the real :class:`agent.Agent` runs each server's
 tasks instead (real processes, waited for within the poll, so the test
 decides nothing from timing).  A controller's server runs no agent: its
@@ -31,6 +33,7 @@ import datetime
 import itertools
 import json
 import os
+import tempfile
 import types
 
 from novaclient import exceptions as nova_exc
@@ -130,6 +133,8 @@ class FakeNova:
         self.hang_once = set()  # hang on the first attempt only
         self.seen = set()       # the states servers have been in
         self.agents_dir = None  # run the real agent there (see module)
+        # The fraction a run (task id, assignment) has done.
+        self.progress = lambda task_id, a: a['start']
         self.agents = {}
 
     def live(self):
@@ -171,6 +176,14 @@ class FakeNova:
         tasks = {}
         for task_id, a in (agent.read_json(store, base + 'assign.json')
                            or {}).items():
+            if a.get('stop'):
+                fraction = self.progress(task_id, a)
+                with tempfile.TemporaryDirectory() as state_dir:
+                    agent.Agent(config, state_dir).checkpoint(
+                        task_id, state_dir, fraction)
+                tasks[task_id] = {'state': 'stopped', 'progress': fraction,
+                                  'attempt': a['attempt']}
+                continue
             if task_id in self.hang or (task_id in self.hang_once
                                         and a['attempt'] == 1):
                 tasks[task_id] = {'state': 'running', 'progress': 0.0,

@@ -245,3 +245,67 @@ def test_a_running_tasks_log_so_far(tmp_path):
     assert prefix == agent.read_json(store, 'results/t1.json')['log']
     assert b''.join(tasklogs.pieces(store, prefix)) == b'so far\nthe end\n'
     assert b''.join(tasklogs.pieces(store, prefix, tail=1)) == b'the end\n'
+
+
+def test_a_task_asked_to_stop_checkpoints_where_it_stands_and_stops(
+        tmp_path):
+    store, first = make(tmp_path, 's1')
+    go = tmp_path / 'go'
+    # It counts its runs in its state, then, once told to go (after the
+    # agent's last look), says how far it is and writes to its output.
+    running = dict(assignment(), command=(
+        '%s -c "import os, time\n'
+        'p = os.environ[\'OPIE_STATE_DIR\']\n'
+        'open(p + \'/n\', \'w\').write(\'1\')\n'
+        'while not os.path.exists(%r): time.sleep(0.01)\n'
+        'open(p + \'/progress\', \'w\').write(\'0.5\')\n'
+        'print(\'saved\', flush=True)\n'
+        'time.sleep(30)"' % (sys.executable, str(go))))
+    agent.write_json(store, 'servers/s1/assign.json', {'t1': running})
+    first.cycle()
+    go.touch()
+    state = os.path.join(tmp_path, 's1', 't1', '1')
+    end = time.monotonic() + 10
+    while b'saved' not in (tmp_path / 's1' / 't1' / '1' /
+                           'output').read_bytes():
+        assert time.monotonic() < end
+        time.sleep(0.01)
+    assert os.path.exists(os.path.join(state, 'state', 'progress'))
+    run = first.runs['t1']
+
+    agent.write_json(store, 'servers/s1/assign.json',
+                     {'t1': dict(running, stop=True)})
+    first.cycle()
+
+    status = agent.read_json(store, 'servers/s1/status.json')['tasks']
+    assert status['t1']['state'] == 'stopped'
+    assert status['t1']['progress'] == pytest.approx(0.5)
+    assert run.proc.poll() is not None
+    assert first.runs == {}
+    assert agent.read_json(store, 'results/t1.json') is None
+    # Its whole output is in the store.
+    assert b''.join(tasklogs.pieces(store, 'logs/t1/1-s1/')) == b'saved\n'
+    latest = agent.read_json(store, 'checkpoints/t1/latest.json')
+    assert latest['fraction'] == pytest.approx(0.5)
+    assert latest['server'] == 's1'
+    # Asked again, it does not run again.
+    first.cycle()
+    assert first.runs == {}
+
+    _, second = make(tmp_path, 's2')
+    agent.write_json(store, 'servers/s2/assign.json',
+                     {'t1': assignment(attempt=2)})
+    cycle_until(second, store, 'finished')
+    assert 'ran 1' in agent.read_json(store, 'results/t1.json')['output']
+
+
+def test_a_task_that_ended_before_its_stop_commits(tmp_path):
+    store, a = make(tmp_path)
+    agent.write_json(store, 'servers/s1/assign.json', {'t1': assignment()})
+    a.cycle()
+    if 't1' in a.runs:
+        a.runs['t1'].proc.wait()
+    agent.write_json(store, 'servers/s1/assign.json',
+                     {'t1': dict(assignment(), stop=True)})
+    tasks = cycle_until(a, store, 'finished')
+    assert tasks['t1']['committed'] is True

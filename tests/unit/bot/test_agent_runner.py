@@ -116,3 +116,57 @@ def test_user_data_is_a_script_running_the_agent():
     assert text.startswith('#!/usr/bin/env python3\n')
     assert 'main(json.loads(' in text
     compile(text, 'user-data', 'exec')
+
+
+def report(store, name, task, attempt, state):
+    agent.write_json(store, 'servers/%s/status.json' % name, {
+        'heartbeat': 0, 'tasks': {task: {
+            'attempt': attempt, 'state': state, 'progress': 0.5}}})
+
+
+def test_a_stop_is_asked_of_the_agent_and_its_stop_reported_once(tmp_path):
+    store, journal, runner, events = make(tmp_path)
+    runner.start('s1', 't1', RUN)
+
+    runner.stop('s1', 't1')
+    assert agent.read_json(store, 'servers/name-s1/assign.json')['t1'][
+        'stop'] is True
+    report(store, 'name-s1', 't1', 1, 'running')
+    runner.poll_all()
+    assert events == []
+
+    report(store, 'name-s1', 't1', 1, 'stopped')
+    runner.poll_all()
+    runner.poll_all()
+
+    assert events == [interfaces.TaskEvent(interfaces.STOPPED, 's1', 't1')]
+    assert agent.read_json(store, 'servers/name-s1/assign.json') == {}
+    assert journal.records() == []
+
+
+def test_a_stop_nobody_asked_for_is_no_stop(tmp_path):
+    # A task can write its server's status: a forged stop, or the stop
+    # of an earlier attempt, moves nothing.
+    store, _, runner, events = make(tmp_path)
+    runner.start('s1', 't1', RUN)
+    report(store, 'name-s1', 't1', 1, 'stopped')
+    runner.poll_all()
+    runner.stop('s1', 't1')
+    report(store, 'name-s1', 't1', 0, 'stopped')
+    runner.poll_all()
+
+    assert events == []
+    assert 't1' in agent.read_json(store, 'servers/name-s1/assign.json')
+
+
+def test_a_stop_of_a_task_on_a_lost_server_asks_nothing(tmp_path):
+    store, _, runner, events = make(tmp_path)
+    runner.start('s1', 't1', RUN)
+    runner.server_event(interfaces.ServerEvent(interfaces.TERMINATED, 's1'))
+
+    runner.stop('s1', 't1')
+    runner.stop('s2', 't1')
+
+    assert events == []
+    assert 'stop' not in agent.read_json(
+        store, 'servers/name-s1/assign.json')['t1']

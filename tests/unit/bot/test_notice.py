@@ -260,7 +260,10 @@ def test_run_on_a_cloud_refuses_a_simulated_notice(capsys):
     code = cli.main(['run', str(helpers.JOBS / 'j60.yaml'), '--backend',
                      'openstack', '--notice', '30'])
     assert code == 2
-    assert '--notice' in capsys.readouterr().err
+    # One line, saying where a real cloud's notice comes from.
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert '--notice' in err and 'opie:preempt_at' in err
 
 
 def test_the_table_shows_the_work_lost_when_asked(capsys):

@@ -27,6 +27,7 @@ class FakeServers:
     def __init__(self):
         self.status = {}
         self.tags = {}
+        self.metadata = {}
         self.deleted = []
         self.unshelved = []
 
@@ -35,7 +36,8 @@ class FakeServers:
             raise nova_exc.NotFound(404)
         return types.SimpleNamespace(id=sid, status=self.status[sid],
                                      name='n-' + sid,
-                                     tags=self.tags.get(sid, []))
+                                     tags=self.tags.get(sid, []),
+                                     metadata=self.metadata.get(sid, {}))
 
     def delete(self, sid):
         self.deleted.append(sid)
@@ -72,9 +74,16 @@ class FakeImages:
         self.deleted.append(url)
 
 
+# The job's t0: 2026-11-23T10:00:00Z.
+T0 = 1795428000.0
+
+
 class Clock:
     def now(self):
         return 7.0
+
+    def job_time(self, wall):
+        return wall - T0
 
 
 def make():
@@ -220,3 +229,115 @@ def test_an_unjournalled_server_is_the_jobs_only_if_nothing_else_fits():
     assert cloud.journal.records()[-1] == {
         't': 7.0, 'event': 'orphan_ambiguous', 'key': 'm3',
         'servers': ['ours', 'twin']}
+
+
+# -- the preemption notice -------------------------------------------------
+
+def noticed(metadata_by_poll, sid='a'):
+    """The events and journal of polls of ACTIVE server ``sid`` whose
+    metadata is, at each poll, the next of ``metadata_by_poll``."""
+    cloud, servers, journal, events = make()
+    cloud.adopt(sid, sid, nova.ACTIVE)
+    servers.status[sid] = 'ACTIVE'
+    for metadata in metadata_by_poll:
+        servers.metadata[sid] = metadata
+        cloud.poll(full=True)
+    return events, journal.records()
+
+
+def notice(value):
+    return {nova.NOTICE_KEY: value, 'opie-job': 'j-1'}
+
+
+@pytest.mark.parametrize('value', [
+    '2026-11-23T10:05:00Z', '2026-11-23T11:05:00+01:00',
+    '2026-11-23T10:05:00', '2026-11-23T10:05:00.000000Z'])
+def test_a_notice_is_reported_once_in_job_time(value):
+    # Each poll lists the server again (changes-since looks back
+    # SINCE_MARGIN): the executor hears of the notice once.
+    events, journal = noticed([notice(value)] * 3)
+    assert [(e.kind, e.server_id, e.at) for e in events] == [
+        (interfaces.NOTICE, 'a', 300.0)]
+    assert journal == []
+
+
+def test_a_withdrawn_notice_is_journalled_and_a_new_one_reported():
+    events, journal = noticed([
+        notice('2026-11-23T10:05:00Z'), {}, {},
+        notice('2026-11-23T10:09:00Z')])
+    assert [(e.kind, e.at) for e in events] == [
+        (interfaces.NOTICE, 300.0), (interfaces.NOTICE, 540.0)]
+    assert journal == [{'t': 7.0, 'event': 'notice_withdrawn',
+                        'server': 'a'}]
+
+
+@pytest.mark.parametrize('value', [
+    'soon', '', ' 2026-11-23T10:05:00Z', '2026-11-23T10:05:00Z\n',
+    '2026-13-01T00:00:00Z', '2026-11-23T25:00:00Z', '1795428300',
+    '2026-11-23 10:05:00Z', '2026-11-23x10:05:00Z', '2026-W47-1T10:05:00Z',
+    '\u0662\u0660\u0662\u0666-11-23T10:05:00Z',
+    'x' * 100000, '\x00', None, 1795428300, ['2026-11-23T10:05:00Z']])
+def test_an_unusable_value_is_journalled_once_and_ignored(value):
+    # The owner (any member of the project) may write anything there.
+    events, journal = noticed([notice(value), notice(value),
+                               notice('also bad'), notice(value)])
+    # None is no value: the first bad one is 'also bad'; its removal
+    # withdraws no notice.
+    first = 'also bad' if value is None else value
+    assert events == []
+    assert journal == [{'t': 7.0, 'event': 'notice_unusable', 'server': 'a',
+                        'value': repr(first)[:nova.NOTICE_VALUE_SHOWN]}]
+
+
+@pytest.mark.parametrize('value, at', [
+    ('2000-01-01T00:00:00Z', 946684800.0 - T0),
+    ('0001-01-01T00:00:00+14:00', -62135647200.0 - T0),
+    ('9999-12-31T23:59:59-14:00', 253402351199.0 - T0)])
+def test_a_past_or_far_notice_is_reported_as_it_is(value, at):
+    # The executor copes with either: a past one leaves it no time to
+    # save anything, a far one is after every run's end.
+    events, _ = noticed([notice(value)])
+    assert [(e.kind, e.at) for e in events] == [(interfaces.NOTICE, at)]
+
+
+def test_a_notice_left_from_before_a_shelve_is_no_notice():
+    # OPIE stops a victim, then shelves it: the key stays, and is stale
+    # once the server is unshelved.
+    # (Now is job time 7.)
+    cloud, servers, journal, events = make()
+    cloud.adopt('a', 'a', nova.ACTIVE)
+    given, later = notice('2026-11-23T10:00:05Z'), notice(
+        '2026-11-23T11:00:00Z')
+    for status, metadata in (('ACTIVE', {}), ('ACTIVE', given),
+                             ('SHELVED_OFFLOADED', given),
+                             ('ACTIVE', given), ('ACTIVE', given),
+                             ('ACTIVE', later)):
+        servers.status['a'] = status
+        servers.metadata['a'] = metadata
+        cloud.poll(full=True)
+    assert [(e.kind, e.at) for e in events] == [
+        (interfaces.NOTICE, 5.0), (interfaces.HIBERNATED, None),
+        (interfaces.RESUMED, None), (interfaces.NOTICE, 3600.0)]
+    assert journal.records() == []
+
+
+def test_a_server_back_from_a_shelve_with_a_new_notice_is_told():
+    cloud, servers, _, events = make()
+    cloud.adopt('a', 'a', nova.SHELVED)
+    servers.status['a'] = 'ACTIVE'
+    servers.metadata['a'] = notice('2026-11-23T10:00:08Z')
+    cloud.poll(full=True)
+    assert [(e.kind, e.at) for e in events] == [
+        (interfaces.RESUMED, None), (interfaces.ACTIVE, None),
+        (interfaces.NOTICE, 8.0)]
+
+
+def test_a_notice_on_a_server_not_yet_active_comes_after_active():
+    cloud, servers, _, events = make()
+    cloud.adopt('a', 'a', nova.BUILD)
+    servers.metadata['a'] = notice('2026-11-23T10:05:00Z')
+    for status in ('BUILD', 'ACTIVE', 'ACTIVE'):
+        servers.status['a'] = status
+        cloud.poll(full=True)
+    assert [e.kind for e in events] == [interfaces.ACTIVE,
+                                        interfaces.NOTICE]
