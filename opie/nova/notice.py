@@ -46,7 +46,8 @@ scheduler, before it answers the conductor:
    request goes on, logged as an error: a compute that does not answer
    does not build either, and the reconciler repairs what it finds;
 5. answers: the conductor builds on the host. The stopped victims are
-   deleted or shelved in the background (:mod:`.terminate`).
+   deleted or shelved in the background (:mod:`.terminate`); one to be
+   shelved loses its key first, so that unshelved it is under no notice.
 
 Why the wait is here: the scheduler is where the room is decided, and the
 conductor already waits for its answer up to ``[DEFAULT] long_rpc_timeout``
@@ -81,6 +82,7 @@ from nova import objects
 from nova.scheduler.client import report
 
 from opie.nova import claim
+from opie.nova import conf as opie_conf
 from opie.nova import flavor_check
 from opie.nova import hoststate
 from opie.nova import notify
@@ -186,6 +188,12 @@ class Notice:
             self._hold(context, told, request_info)
         stopped = [(v.preemption, v.victim) for v in told
                    if v.state == OFF]
+        if self.terminator.settings.termination_mode == opie_conf.SHELVE:
+            # Its notice is over: unshelved later, it is under none.
+            for _, victim in stopped:
+                instance = self._read(context, victim.uuid)
+                if instance is not None:
+                    _withdraw(instance)
         if stopped:
             self.terminator.terminate_later(_by_preemption(stopped),
                                             request_info)
@@ -237,9 +245,7 @@ class Notice:
                 LOG.info('OPIE: instance %s, given notice on %s, is not '
                          'stopped: %s; notice withdrawn', instance.uuid,
                          each.preemption.host, why)
-                instance.metadata = {k: v for k, v in
-                                     instance.metadata.items() if k != KEY}
-                instance.save()
+                _withdraw(instance)
                 each.state = SPARED
                 return
             if _off(instance, each.preemption.host):
@@ -331,6 +337,13 @@ class Notice:
             instance, claim.held(placement, context, uuid), preemption,
             lambda: hoststate.over_capacity(placement, context,
                                             preemption.provider_uuid))
+
+
+def _withdraw(instance):
+    """Remove the notice from ``instance``'s metadata."""
+    instance.metadata = {k: v for k, v in instance.metadata.items()
+                         if k != KEY}
+    instance.save()
 
 
 def _off(instance, host):

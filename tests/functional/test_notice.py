@@ -57,7 +57,8 @@ class WatchedDriver(harness.PaperDriver):
         return super().destroy(context, instance, *args, **kwargs)
 
 
-class Notice(cloud.OpieCloud):
+class NoticeCloud(cloud.OpieCloud):
+    """One host full of preemptibles whose flavor promises NOTICE s."""
     HOSTS = ('host-A',)
     DRIVER = WatchedDriver
     # Casts to the compute return before it acts, as in a real cloud: the
@@ -82,6 +83,9 @@ class Notice(cloud.OpieCloud):
 
     def events(self, kind, uuid):
         return [seen for k, u, seen in self.seen if (k, u) == (kind, uuid)]
+
+
+class Notice(NoticeCloud):
 
     def test_told_then_stopped_cleanly_then_deleted_then_displaced(self):
         answered = self.when_answered(self.victim)
@@ -210,3 +214,24 @@ class Notice(cloud.OpieCloud):
 
         self.assertEqual([], reconciler.run(ctxt))
         self.assertIn('P-2', self.live_names())
+
+
+class NoticeThenShelve(NoticeCloud):
+    OPIE = {'termination_mode': 'shelve'}
+
+    def setUp(self):
+        self.flags(shelved_offload_time=0)
+        super().setUp()
+
+    def test_a_victim_shelved_after_its_notice_keeps_no_notice(self):
+        server = self.boot('medium', 'normal')
+        self.wait_for_terminations()
+
+        shelved = self._wait_for_state_change(self.server('P-2'),
+                                              'SHELVED_OFFLOADED')
+        # Stopped cleanly first; the shelve then powers off what is off.
+        self.assertGreater(self.events('power_off', self.victim)[0][
+            'timeout'], 0)
+        self.assertNotIn(notice.KEY, shelved['metadata'])
+        self.assertEqual('ACTIVE', self.api.get_server(server['id'])[
+            'status'])
