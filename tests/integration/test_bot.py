@@ -26,6 +26,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from opie.testing.democloud import demo
 from opie.testing import lab
 
@@ -35,6 +37,9 @@ SPEED = 5.0
 # Wall seconds the client may take.
 LIMIT_S = 300
 TASKS = 8
+# Wall seconds of notice: at SPEED, longer than a checkpoint's dump and
+# the client's and agents' polls.
+NOTICE = 20
 
 
 def _job_servers(client):
@@ -68,7 +73,10 @@ def _preempt(alpha, beta):
     return set()
 
 
-def test_preempted_job_still_meets_its_deadline(tmp_path):
+def _run_preempted_job(tmp_path):
+    """Run the demo's job as alpha, preempt some of its servers once
+    tasks have checkpoints; (its report, the client's output, the job's
+    servers preempted)."""
     workdir = str(tmp_path)
     shutil.copy(lab.LAB.clouds_yaml, os.path.join(workdir, 'clouds.yaml'))
     # The demo's job, sized to the lab: a compute holds one large server.
@@ -100,11 +108,46 @@ def test_preempted_job_still_meets_its_deadline(tmp_path):
     with open(report_path) as f:
         report = json.load(f)
     assert report['result']['deadline_met'], output[-3000:]
+    # The client deleted its servers; Nova finishes in the background.
+    lab.wait_for("the job's servers to go",
+                 lambda: not _job_servers(alpha))
+    return report, output, preempted
+
+
+def test_preempted_job_still_meets_its_deadline(tmp_path):
+    report, output, preempted = _run_preempted_job(tmp_path)
+
     # Preempted is decided from Nova's actions, not from servers gone (the
     # job deletes its own servers too).
     assert report['counts']['servers_terminated'] >= 1, (preempted, output[
         -3000:])
     assert report['counts']['restores'] >= 1
-    # The client deleted its servers; Nova finishes in the background.
-    lab.wait_for("the job's servers to go",
-                 lambda: not _job_servers(alpha))
+
+
+@pytest.fixture
+def noticed_large():
+    """The job's preemptible flavor gives NOTICE seconds of notice; none
+    again afterwards."""
+    flavor = 'large-preemptible'
+    _set_notice(flavor, NOTICE)
+    yield
+    _set_notice(flavor, 0)
+
+
+def _set_notice(flavor, seconds):
+    code, output = lab.opie_manage('flavor', 'set-terms', flavor,
+                                   '--notice', str(seconds), '--os-cloud',
+                                   'lab-admin')
+    assert code == 0, output
+
+
+def test_a_notice_makes_the_job_checkpoint_and_lose_no_work(
+        tmp_path, noticed_large):
+    report, output, preempted = _run_preempted_job(tmp_path)
+
+    counts = report['counts']
+    # Each preempted server was told, and its tasks stopped with a
+    # checkpoint taken on the notice: nothing done since was lost.
+    assert counts['notices'] >= len(preempted), output[-3000:]
+    assert counts['work_lost_s'] == 0, output[-3000:]
+    assert counts['restores'] >= 1
