@@ -51,6 +51,15 @@ too. The metrics, all prefixed ``opie_``:
 ``opie_select_destinations_seconds`` (histogram)
     Time the scheduler took to answer ``select_destinations``, whether it
     succeeded or not.
+``opie_notice_given_seconds`` (histogram)
+    Per victim given notice (:mod:`.notice`), the seconds from when its
+    notice could be read (its metadata written) to its stop: at least its
+    flavor's ``opie:notice``, unless it was spared or gone meanwhile
+    (then not counted). The contract, measured where it is kept.
+``opie_notice_held_seconds`` (histogram)
+    Per request whose victims were given notice, the seconds its answer
+    was held for the notices and the stops: what notice adds to a normal
+    request's latency.
 ``opie_safe_mode`` (gauge)
     1 when ``opie-scheduler`` runs in safe mode (a Nova this OPIE was not
     built for: :mod:`.safe_mode`): nothing is preempted. Alert on it.
@@ -175,11 +184,21 @@ NO_ROOM = _counter(
 RECONCILER_REPAIRS = _counter(
     'opie_reconciler_repairs', 'Instances the reconciler took.',
     kind=sorted(set(_REPAIR_KINDS.values())))
+# Up to the longest notice and the stop after it.
+_NOTICE_BUCKETS = (1, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1200)
 SELECT_SECONDS = prometheus_client.Histogram(
     'opie_select_destinations_seconds',
     'Time taken to answer select_destinations.',
-    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30) + _NOTICE_BUCKETS[5:],
     registry=REGISTRY)
+NOTICE_GIVEN = prometheus_client.Histogram(
+    'opie_notice_given_seconds',
+    'Seconds from a victim\'s notice being readable to its stop.',
+    buckets=_NOTICE_BUCKETS, registry=REGISTRY)
+NOTICE_HELD = prometheus_client.Histogram(
+    'opie_notice_held_seconds',
+    'Seconds a request\'s answer was held for its victims\' notices.',
+    buckets=_NOTICE_BUCKETS, registry=REGISTRY)
 SAFE_MODE = prometheus_client.Gauge(
     'opie_safe_mode', '1 when opie-scheduler runs in safe mode.',
     registry=REGISTRY)

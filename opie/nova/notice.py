@@ -85,6 +85,7 @@ from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import flavor_check
 from opie.nova import hoststate
+from opie.nova import metrics
 from opie.nova import notify
 from opie.nova import terminate
 
@@ -148,6 +149,7 @@ class _Victim:
     preemption: object      # plan.Preemption it belongs to
     victim: object          # its core Instance
     at: datetime.datetime   # when its clean shutdown begins
+    readable: datetime.datetime  # when its notice could first be read
     state: str = 'told'     # then one of the states below
 
 
@@ -181,11 +183,12 @@ class Notice:
         if at_once:
             self.terminator.terminate_later(_by_preemption(at_once),
                                             request_info)
-        for each in sorted(told, key=lambda v: v.at):
-            self._wait_until(each.at)
-            self._stop(context, each, request_info)
         if told:
-            self._hold(context, told, request_info)
+            with metrics.NOTICE_HELD.time():
+                for each in sorted(told, key=lambda v: v.at):
+                    self._wait_until(each.at)
+                    self._stop(context, each, request_info)
+                self._hold(context, told, request_info)
         stopped = [(v.preemption, v.victim) for v in told
                    if v.state == OFF]
         if self.terminator.settings.termination_mode == opie_conf.SHELVE:
@@ -216,7 +219,8 @@ class Notice:
         instance.save()
         # Never less than the notice from when its owner can read it: a
         # write slow under load moves the stop, not the time announced.
-        at = max(announced, timeutils.utcnow() + notice)
+        readable = timeutils.utcnow()
+        at = max(announced, readable + notice)
         mapping = objects.InstanceMapping.get_by_instance_uuid(
             context, victim.uuid)
         terminate.record_event(
@@ -229,7 +233,7 @@ class Notice:
         LOG.info('OPIE: preempted instance %s on %s for %s is given %d s '
                  'of notice', victim.uuid, preemption.host,
                  preemption.instance_uuid, seconds)
-        return _Victim(preemption, victim, at)
+        return _Victim(preemption, victim, at, readable)
 
     # 3. stop ---------------------------------------------------------------
     def _stop(self, context, each, request_info):
@@ -264,11 +268,13 @@ class Notice:
                                                  clean_shutdown=True)
             except terminate.CHANGED_MEANWHILE:
                 continue
+            _given(each)
             each.state = STOPPING
             return
         LOG.info('OPIE: instance %s, given notice on %s, cannot be stopped '
                  'cleanly now; terminating it', each.victim.uuid,
                  each.preemption.host)
+        _given(each)
         self._terminate(each, request_info)
 
     # 4. hold ---------------------------------------------------------------
@@ -337,6 +343,12 @@ class Notice:
             instance, claim.held(placement, context, uuid), preemption,
             lambda: hoststate.over_capacity(placement, context,
                                             preemption.provider_uuid))
+
+
+def _given(each):
+    """Count the notice ``each`` got, now that it is acted on."""
+    metrics.NOTICE_GIVEN.observe(
+        (timeutils.utcnow() - each.readable).total_seconds())
 
 
 def _withdraw(instance):

@@ -25,6 +25,7 @@ from nova import objects
 from nova.tests.functional.api import client
 from oslo_utils import timeutils
 
+from opie.nova import metrics
 from opie.nova import notice
 from opie.nova import notify
 from opie.testing import cloud
@@ -89,8 +90,13 @@ class Notice(NoticeCloud):
 
     def test_told_then_stopped_cleanly_then_deleted_then_displaced(self):
         answered = self.when_answered(self.victim)
+        given = metrics.value('opie_notice_given_seconds_sum') or 0
         server = self.boot('medium', 'normal')
         self.wait_for_terminations()
+
+        # The operator's measure of the contract, where it is kept.
+        self.assertGreaterEqual(
+            metrics.value('opie_notice_given_seconds_sum') - given, NOTICE)
 
         # Told before the shutdown, and the shutdown only when due.
         [off] = self.events('power_off', self.victim)

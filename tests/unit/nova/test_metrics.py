@@ -127,7 +127,9 @@ def test_every_series_is_written_at_zero_from_the_first_write(tmp_path):
                  'opie_lease_holder',
                  'opie_last_reconcile_success_timestamp_seconds',
                  'opie_victims_per_request_count',
-                 'opie_select_destinations_seconds_count'):
+                 'opie_select_destinations_seconds_count',
+                 'opie_notice_given_seconds_count',
+                 'opie_notice_held_seconds_count'):
         assert written[name] == [({}, 0.0)], name
 
 
