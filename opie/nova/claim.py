@@ -69,6 +69,19 @@ class ClaimError(Exception):
     """Placement answered a write or a read unexpectedly."""
 
 
+class ProviderGone(ClaimError):
+    """A write named a provider deleted since it was read (a project's
+    ledger an operator unset, say). Placement refuses it with 400, but
+    keeps the consumers it created for it, with no allocations, at
+    generation 0 (:func:`left_behind`)."""
+
+
+# What Placement answers a write naming a provider it does not have.
+_NO_PROVIDER = 'that does not exist'
+# The generation of a consumer Placement created and never wrote.
+_CREATED = 0
+
+
 @dataclasses.dataclass(frozen=True)
 class Claim:
     """A victim as read before a write takes it (and to give it back)."""
@@ -93,6 +106,22 @@ def read_token(client, context, provider_uuid):
     """The host token's generation now (:data:`token.ABSENT` if none)."""
     return token.parse(read_consumer(client, context,
                                      token.consumer(provider_uuid)))
+
+
+def left_behind(consumers, created):
+    """``consumers`` (uuid -> body entry) to write again after a write
+    refused with :class:`ProviderGone`: those it would have created
+    (``created``, their uuids) now exist, never written, and are written
+    at their generation."""
+    return {uuid: dict(entry, consumer_generation=_CREATED)
+            if uuid in created and entry.get('consumer_generation') is None
+            else entry for uuid, entry in consumers.items()}
+
+
+def created_by(consumers):
+    """The uuids of ``consumers`` a write creates (no generation)."""
+    return {uuid for uuid, entry in consumers.items()
+            if entry.get('consumer_generation') is None}
 
 
 def held(client, context, uuid):
@@ -149,6 +178,9 @@ def write(client, context, provider_uuid, generation, consumers,
         LOG.info('OPIE: write on provider %s refused, host read again: %s',
                  provider_uuid, resp.text)
         return None
+    if resp.status_code == 400 and _NO_PROVIDER in resp.text:
+        raise ProviderGone('POST /allocations on provider %s: %s'
+                           % (provider_uuid, resp.text))
     if resp.status_code != 204:
         raise ClaimError('POST /allocations on provider %s: %s %s'
                          % (provider_uuid, resp.status_code, resp.text))

@@ -61,6 +61,14 @@ brings the inventory of every ledger without :data:`SET_TRAIT` to the
 default at each pass, and deletes such a ledger once it holds no charge if
 there is no default any more. Until then a project keeps the old default.
 
+**A ledger deleted under a request.** ``opie-manage budget unset``, or
+the lease holder once there is no default, deletes a ledger that holds no
+charge; a request that read it just before then names a provider gone.
+Placement refuses that write with 400 (:class:`.claim.ProviderGone`), but
+keeps the consumers it created for it, never written: the request reads
+the budgets again, as after any refused write, and writes again with
+those consumers at their generation (:func:`.claim.left_behind`).
+
 **A budget lowered below what is spent.** Placement keeps the charges and
 the lower capacity; the project has nothing left (never less than 0) and
 none of its servers is preempted until enough charges expire.

@@ -397,6 +397,8 @@ class ClaimingClient:
             context, consumer_uuid, alloc_request, consumer_generation,
             dict(project_id=project_id, user_id=user_id),
             plan.operation == operations.BOOT)
+        # Consumers a refused write left in Placement (claim.ProviderGone).
+        created = set()
         for attempt in range(claim.WRITE_ATTEMPTS):
             if attempt:
                 metrics.CLAIM_RETRIES.inc()
@@ -416,9 +418,18 @@ class ClaimingClient:
                                        plan.charges_until())
             consumers.update({c.uuid: claim.emptied(c) for c in claims})
             consumers[consumer_uuid] = instance
-            generation = claim.write(self._client, context, record.uuid,
-                                     record.generation, consumers,
-                                     allocation_request_version)
+            try:
+                generation = claim.write(
+                    self._client, context, record.uuid, record.generation,
+                    claim.left_behind(consumers, created),
+                    allocation_request_version)
+            except claim.ProviderGone:
+                # A ledger deleted since it was read: read the budgets
+                # again, as after a refused write.
+                LOG.info('OPIE: a ledger went while host %s was written; '
+                         'reading the budgets again', record.host)
+                created |= claim.created_by(consumers)
+                generation = None
             if generation is None:
                 metrics.CLAIM_CONFLICTS.labels(writer='scheduler').inc()
                 self._tokens.forget(record.uuid)
