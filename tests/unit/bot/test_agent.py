@@ -103,12 +103,16 @@ def test_checkpoint_restores_state_on_another_server(tmp_path):
     latest = agent.read_json(store, 'checkpoints/t1/latest.json')
     assert latest['fraction'] == pytest.approx(0.5)
 
+    resumes_from_its_checkpoint_elsewhere(tmp_path, store)
+
+
+def resumes_from_its_checkpoint_elsewhere(tmp_path, store):
+    """A second server runs t1's next attempt to its end: its state
+    directory came back, so the second run counted on from 1."""
     _, second = make(tmp_path, 's2')
     agent.write_json(store, 'servers/s2/assign.json',
                      {'t1': assignment(attempt=2)})
     cycle_until(second, store, 'finished')
-
-    # The state directory came back: the second run counted on from 1.
     assert 'ran 1' in agent.read_json(store, 'results/t1.json')['output']
 
 
@@ -292,11 +296,7 @@ def test_a_task_asked_to_stop_checkpoints_where_it_stands_and_stops(
     first.cycle()
     assert first.runs == {}
 
-    _, second = make(tmp_path, 's2')
-    agent.write_json(store, 'servers/s2/assign.json',
-                     {'t1': assignment(attempt=2)})
-    cycle_until(second, store, 'finished')
-    assert 'ran 1' in agent.read_json(store, 'results/t1.json')['output']
+    resumes_from_its_checkpoint_elsewhere(tmp_path, store)
 
 
 def test_a_task_that_ended_before_its_stop_commits(tmp_path):
