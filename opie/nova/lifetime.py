@@ -72,9 +72,12 @@ and its guest, and in the server's system metadata (:data:`TOLD`), which
 Nova keeps from its owner: an owner may write the metadata key, and one
 written far ahead, again and again, must not put the end off. The system
 metadata names the life it was given in too (its start: the creation or
-last unshelve), so a notice of an earlier end is none. Stopping: Nova's
-``powering-off`` task. Stopped: its VM state, and a ``stop`` instance
-action since its time.
+last unshelve), so a notice of an earlier end is none. Stopped: the
+system metadata says so too, saved by Nova's stop in its own
+compare-and-swap, so one found running again after it (its owner started
+it, or the stop failed) is terminated, while one its owner stopped and
+started during its notice is stopped cleanly at its time. Stopping:
+Nova's ``powering-off`` task.
 
 **Left alone**, for a later pass or for good:
 
@@ -102,7 +105,6 @@ from oslo_utils import timeutils
 
 from nova.compute import instance_actions
 from nova.compute import vm_states
-import nova.conf
 from nova import context as nova_context
 from nova import exception
 from nova import objects
@@ -118,12 +120,12 @@ from opie.nova import plan as plan_mod
 from opie.nova import terminate
 
 LOG = logging.getLogger(__name__)
-CONF = nova.conf.CONF
 # The reason of the notifications, metrics and explanations.
 REASON = 'lifetime'
 # The system metadata key that says, as only Nova and OPIE can write it,
-# when the clean shutdown of a server told begins, and in which of its
-# lives it was told: {"at": ..., "life": its start}.
+# when the clean shutdown of a server told begins, in which of its lives
+# it was told, and whether it was stopped since: {"at": ..., "life": its
+# start[, "stopped": true]}.
 TOLD = 'opie_lifetime_notice'
 # The VM states a server is ended from; in the others it is leaving
 # already, or not yet built.
@@ -151,8 +153,7 @@ class Lifetime:
         done = []
         for cell in cells.values():
             for uuid in self._outlived(context, cell, now):
-                renew()
-                done += self._step(context, cell, uuid, now)
+                done += self._step(context, cell, uuid, now, renew)
         return done
 
     def _outlived(self, context, cell, now):
@@ -168,41 +169,39 @@ class Lifetime:
                     now)]
 
     # one step --------------------------------------------------------------
-    def _step(self, context, cell, uuid, now):
+    def _step(self, context, cell, uuid, now, renew):
+        # Before the read: another holder's act (if ever two overlap) is
+        # then read, not overwritten (see the module).
+        renew()
         instance = self._read(context, uuid)
         if instance is None:
             return []
         actions = _actions(context, cell, uuid)
-        why = self._spared(context, instance, actions, now)
+        why = self.spared(context, instance, actions, now)
         if why is not None:
             LOG.debug('OPIE: instance %s is not ended for its lifetime now: '
                       '%s', uuid, why)
             return []
         terms = flavor_check.terms(instance.flavor)
-        at = _told(instance, _started(instance, actions))
-        if at is None:
+        told = _told(instance, _started(instance, actions))
+        if told is None:
             if terms.notice:
                 self._tell(context, cell, instance, terms, actions, now)
                 return []
-            return self._end(context, cell, instance, terms, actions, now)
-        if now < at:
+        elif now < notice.parse(told['at']):
             # Its notice runs.
             return []
-        if (instance.vm_state in notice.STOPPABLE_VM_STATES
-                and not _stopped_since(actions, at)):
-            self._stop(context, instance)
+        elif (instance.vm_state in notice.STOPPABLE_VM_STATES
+                and not told.get('stopped')):
+            self._stop(context, instance, told)
             return []
-        # Stopped (by this or by its owner); or Nova cannot stop it; or it
-        # runs again after a stop since its notice.
+        # No notice; or stopped (by this or by its owner); or Nova cannot
+        # stop it; or it runs again after the stop.
         return self._end(context, cell, instance, terms, actions, now)
 
-    def spared(self, context, instance, now):
-        """Why ``instance``, read just now, is not to be ended for its
-        lifetime at ``now``; None if it is."""
-        return self._spared(context, instance,
-                            _actions(context, None, instance.uuid), now)
-
-    def _spared(self, context, instance, actions, now):
+    def spared(self, context, instance, actions, now):
+        """Why ``instance``, read just now with its instance ``actions``,
+        is not to be ended for its lifetime at ``now``; None if it is."""
         if not hoststate.is_preemptible(instance.flavor):
             return 'it is no longer preemptible'
         if (instance.vm_state not in ENDED_FROM
@@ -251,10 +250,13 @@ class Lifetime:
                  '(%d s) and is given %d s of notice', instance.uuid,
                  instance.host, terms.lifetime(), terms.notice)
 
-    def _stop(self, context, instance):
+    def _stop(self, context, instance, told):
         """Step 2."""
+        instance.system_metadata = dict(instance.system_metadata, **{
+            TOLD: json.dumps(dict(told, stopped=True))})
         try:
-            # Nova's stop is the compare-and-swap (from no task).
+            # Nova's stop is the compare-and-swap (from no task); it saves
+            # the instance, the mark with it, or nothing.
             self.terminator.compute_api.stop(context, instance,
                                              clean_shutdown=True)
         except terminate.CHANGED_MEANWHILE:
@@ -272,7 +274,8 @@ class Lifetime:
         right before its compare-and-swap, still ends it."""
         return self.terminator.terminate(
             [self._preemption(instance, terms, actions)], {'reason': REASON},
-            judge=lambda fresh: self.spared(context, fresh, now))
+            judge=lambda fresh: self.spared(
+                context, fresh, _actions(context, cell, fresh.uuid), now))
 
     # helpers ---------------------------------------------------------------
     def _read(self, context, uuid):
@@ -309,11 +312,7 @@ def _over(terms, started, now):
 
 
 def _actions(context, cell, uuid):
-    """The server's instance actions, newest first (``cell``: its
-    CellMapping, None to look it up)."""
-    if cell is None:
-        cell = objects.InstanceMapping.get_by_instance_uuid(
-            context, uuid).cell_mapping
+    """The server's instance actions (``cell``: its CellMapping)."""
     with nova_context.target_cell(context, cell) as cctxt:
         return list(objects.InstanceActionList.get_by_instance_uuid(
             cctxt, uuid))
@@ -328,18 +327,13 @@ def _started(instance, actions):
 
 
 def _told(instance, started):
-    """The time its clean shutdown begins, if it was told in its current
-    life, the one that began at ``started``; None if not."""
+    """What :data:`TOLD` says if it was told in its current life, the one
+    that began at ``started``; None if not."""
     try:
         told = json.loads(instance.system_metadata[TOLD])
     except (KeyError, TypeError, ValueError):
         return None
-    if told.get('life') != notice.stamp(started):
+    if (not isinstance(told, dict) or told.get('life') != notice.stamp(
+            started) or notice.parse(told.get('at')) is None):
         return None
-    return notice.parse(told.get('at'))
-
-
-def _stopped_since(actions, at):
-    """Was the server asked to stop (by anyone) since ``at``?"""
-    return any(a.action == instance_actions.STOP
-               and _naive(a.start_time) >= at for a in actions)
+    return told

@@ -213,6 +213,33 @@ class Lifetime(LifetimeCloud):
             for n in self.preempt_notifications()])
         self.assertEqual(1, self.preempt_actions(old['id']))
 
+    def test_stopped_by_its_owner_it_is_told_then_ended_without_a_stop(
+            self):
+        old = self.aged(self.aging, 'old', OLD)
+        self._stop_server(old)
+        del self.seen[:]
+
+        self.reconcile(timeutils.utcnow())
+        at = self.preempt_at(old)
+        self.assertEqual(1, len(self.told()))
+        [done] = self.reconcile(at)
+        self._wait_until_deleted(old)
+
+        self.assertEqual([], self.events('power_off', old['id']))
+
+    def test_started_again_by_its_owner_after_its_stop_it_is_ended(self):
+        old = self.aged(self.aging, 'old', OLD)
+        self.reconcile(timeutils.utcnow())
+        at = self.preempt_at(old)
+        self.reconcile(at)
+        self._wait_for_state_change(old, 'SHUTOFF')
+        self._start_server(old)
+
+        [done] = self.reconcile(at)
+        self._wait_until_deleted(old)
+
+        self.assertEqual(1, len(self.events('power_off', old['id'])))
+
     def test_a_key_its_owner_writes_neither_ends_nor_spares_it(self):
         old = self.aged(self.aging, 'old', OLD)
         now = timeutils.utcnow()
