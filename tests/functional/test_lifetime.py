@@ -240,6 +240,21 @@ class Lifetime(LifetimeCloud):
 
         self.assertEqual(1, len(self.events('power_off', old['id'])))
 
+    def test_the_next_lease_holder_goes_on_where_one_died(self):
+        old = self.aged(self.aging, 'old', OLD)
+        self.reconcile(timeutils.utcnow())
+        at = self.preempt_at(old)
+        # The holder dies; another worker's process takes the lease over.
+        other = self.other_worker().reconciler
+
+        self.reconcile(at, other)
+        self._wait_for_state_change(old, 'SHUTOFF')
+        [done] = self.reconcile(at, other)
+        self._wait_until_deleted(old)
+
+        self.assertEqual(1, len(self.told()))
+        self.assertEqual(1, len(self.events('power_off', old['id'])))
+
     def test_a_key_its_owner_writes_neither_ends_nor_spares_it(self):
         old = self.aged(self.aging, 'old', OLD)
         now = timeutils.utcnow()
