@@ -30,9 +30,11 @@ the reason ``lifetime``:
    running again after a stop since its notice (its owner started it, or
    the stop failed), is terminated then, without one;
 3. **terminated** at a pass once it is stopped: deleted or shelved as
-   ``[opie] termination_mode`` says, by :meth:`.terminate.Terminator.
-   terminate`, which reads it again and judges it (:meth:`Lifetime.
-   spared`) right before its compare-and-swap, records the ``opie-preempt``
+   ``[opie] termination_mode`` says (one to be shelved loses its key
+   first, as a victim does, so that unshelved it is under no notice), by
+   :meth:`.terminate.Terminator.terminate`, which reads it again and
+   judges it (:meth:`Lifetime.spared`) right before its compare-and-swap,
+   records the ``opie-preempt``
    action with an explanation ("maximum lifetime of N s reached"),
    notifies ``opie.preempt.end`` and counts it in
    ``opie_preemptions_total{reason="lifetime"}``.
@@ -112,6 +114,7 @@ from nova import objects
 from opie.core import explain
 from opie.core import preemptible
 from opie.nova import claim
+from opie.nova import conf as opie_conf
 from opie.nova import flavor_check
 from opie.nova import hoststate
 from opie.nova import notice
@@ -272,6 +275,10 @@ class Lifetime:
     def _end(self, context, cell, instance, terms, actions, now):
         """Step 3: the preemption made, if the terminator, reading it again
         right before its compare-and-swap, still ends it."""
+        if (self.terminator.settings.termination_mode == opie_conf.SHELVE
+                and notice.KEY in instance.metadata):
+            # Its notice is over: unshelved later, it is under none.
+            notice.withdraw(instance)
         return self.terminator.terminate(
             [self._preemption(instance, terms, actions)], {'reason': REASON},
             judge=lambda fresh: self.spared(

@@ -355,6 +355,7 @@ class ShelvedForItsLifetime(LifetimeCloud):
 
         self._unshelve_server(old)
         unshelved = timeutils.utcnow()
+        self.assertIsNone(self.preempt_at(old))
 
         # Not again at once, though it was created long ago and the notice
         # of its first end is still in its metadata.
