@@ -35,13 +35,15 @@ keeps a copy of the flavor in each server: servers started before the fix
 stay normal ones until resized.
 
 ``opie-manage flavor set-terms FLAVOR [--tier N] [--minimum-uptime S]
-[--notice S]`` sets the terms a preemptible flavor promises its servers
-(:class:`opie.core.flavor_spec.Terms`): ``opie:tier`` (a normal request
-takes its victims from the lowest tier first), ``opie:minimum_uptime``
-(seconds before which a server is never a victim) and ``opie:notice``
-(seconds a victim is told before it is stopped). Tenants read them with
-``openstack flavor show``. Servers already running keep the terms they
-were booted with (Nova's copy of the flavor) until resized.
+[--notice S] [--maximum-lifetime S]`` sets the terms a preemptible flavor
+promises its servers (:class:`opie.core.flavor_spec.Terms`): ``opie:tier``
+(a normal request takes its victims from the lowest tier first),
+``opie:minimum_uptime`` (seconds before which a server is never a victim),
+``opie:notice`` (seconds a victim is told before it is stopped) and
+``opie:maximum_lifetime`` (seconds after which a server is ended).
+Tenants read them with ``openstack flavor show``. Servers already running
+keep the terms they were booted with (Nova's copy of the flavor) until
+resized.
 ``opie-manage flavor list`` shows every preemptible flavor with its terms.
 """
 from opie import arguments
@@ -87,18 +89,20 @@ def register(subparsers):
     fix.set_defaults(func=set_command)
     terms = actions.add_parser(
         'set-terms',
-        help='set the tier, minimum uptime and notice of a preemptible '
-        'flavor',
+        help='set the tier, minimum uptime, notice and maximum lifetime of '
+        'a preemptible flavor',
         description='Set the terms FLAVOR, a preemptible flavor, promises '
         'its servers: %s (a normal request takes its victims from the '
         'lowest tier first; a flavor without it is tier 0), %s '
         '(seconds before which a server is never a victim; a flavor '
-        'without it has [opie] minimum_uptime) and %s (seconds a victim '
+        'without it has [opie] minimum_uptime), %s (seconds a victim '
         'is told before it is stopped cleanly; a flavor without it has '
-        '[opie] preemption_notice). Servers already running keep the '
-        'terms they were booted with until resized.'
+        '[opie] preemption_notice) and %s (seconds after which a server '
+        'is ended, 0 for never; a flavor without it has [opie] '
+        'maximum_lifetime). Servers already running keep the terms they '
+        'were booted with until resized.'
         % (flavor_spec.TIER_SPEC, flavor_spec.MINIMUM_UPTIME_SPEC,
-           flavor_spec.NOTICE_SPEC))
+           flavor_spec.NOTICE_SPEC, flavor_spec.MAXIMUM_LIFETIME_SPEC))
     terms.add_argument('flavor', metavar='FLAVOR',
                        help='name or id of the preemptible flavor')
     terms.add_argument('--tier', metavar='N',
@@ -113,13 +117,20 @@ def register(subparsers):
                        type=arguments.whole_number(0, flavor_spec.MAX_NOTICE),
                        help='the notice its victims get in seconds, 0 to %d'
                        % flavor_spec.MAX_NOTICE)
+    terms.add_argument('--maximum-lifetime', metavar='SECONDS',
+                       type=arguments.whole_number(
+                           0, flavor_spec.MAX_MAXIMUM_LIFETIME),
+                       help='the age in seconds at which its servers are '
+                       'ended, 1 to %d; 0 for none'
+                       % flavor_spec.MAX_MAXIMUM_LIFETIME)
     options.add_cloud_arguments(terms)
     terms.set_defaults(func=set_terms_command)
     listing = actions.add_parser(
         'list', help='the preemptible flavors and their terms',
         description='List every preemptible flavor with its size, tier, '
-        'minimum uptime and notice ("default": [opie] minimum_uptime, '
-        '[opie] preemption_notice), and the problems of their terms.')
+        'minimum uptime, notice and maximum lifetime ("default": [opie] '
+        'minimum_uptime, [opie] preemption_notice, [opie] '
+        'maximum_lifetime), and the problems of their terms.')
     options.add_cloud_arguments(listing)
     listing.set_defaults(func=list_command)
 
@@ -179,20 +190,22 @@ def set_command(args):
     return 0
 
 
-def terms_to_set(flavor, tier=None, minimum_uptime=None, notice=None):
+def terms_to_set(flavor, tier=None, minimum_uptime=None, notice=None,
+                 maximum_lifetime=None):
     """The extra specs ``set-terms`` sets on ``flavor``: the terms given
     that it does not have already."""
-    if tier is None and minimum_uptime is None and notice is None:
-        raise errors.UsageError('give --tier, --minimum-uptime, --notice '
-                                'or several')
+    wanted = {flavor_spec.TIER_SPEC: tier,
+              flavor_spec.MINIMUM_UPTIME_SPEC: minimum_uptime,
+              flavor_spec.NOTICE_SPEC: notice,
+              flavor_spec.MAXIMUM_LIFETIME_SPEC: maximum_lifetime}
+    if all(value is None for value in wanted.values()):
+        raise errors.UsageError('give --tier, --minimum-uptime, --notice, '
+                                '--maximum-lifetime or several')
     if not preemptible.is_preemptible(flavor.extra_specs):
         raise errors.UsageError(
             'flavor %s is not preemptible: terms of preemption mean nothing '
             'to its servers; create its preemptible twin with opie-manage '
             'flavor create-preemptible %s' % (flavor.name, flavor.name))
-    wanted = {flavor_spec.TIER_SPEC: tier,
-              flavor_spec.MINIMUM_UPTIME_SPEC: minimum_uptime,
-              flavor_spec.NOTICE_SPEC: notice}
     return {key: str(value) for key, value in wanted.items()
             if value is not None
             and flavor.extra_specs.get(key) != str(value)}
@@ -200,7 +213,8 @@ def terms_to_set(flavor, tier=None, minimum_uptime=None, notice=None):
 
 def set_terms_command(args):
     flavor, flavor_id, specs = _set_missing(args, lambda flavor: terms_to_set(
-        flavor, args.tier, args.minimum_uptime, args.notice))
+        flavor, args.tier, args.minimum_uptime, args.notice,
+        args.maximum_lifetime))
     if not specs:
         print('flavor %s (id %s) already has these terms: left unchanged'
               % (flavor.name, flavor_id))
@@ -220,7 +234,8 @@ def terms_table(flavors):
                     key=lambda f: f.name)
     if not marked:
         return ['no preemptible flavor']
-    rows = [('FLAVOR', 'SIZE', 'TIER', 'MINIMUM UPTIME', 'NOTICE')]
+    rows = [('FLAVOR', 'SIZE', 'TIER', 'MINIMUM UPTIME', 'NOTICE',
+             'MAXIMUM LIFETIME')]
     found = []
     for flavor in marked:
         terms, bad = flavor_spec.terms(flavor.extra_specs)
@@ -229,11 +244,13 @@ def terms_table(flavors):
             '%d s' % value if spec in flavor.extra_specs and spec not in bad
             else 'default' for spec, value in (
                 (flavor_spec.MINIMUM_UPTIME_SPEC, terms.minimum_uptime),
-                (flavor_spec.NOTICE_SPEC, terms.notice))))
+                (flavor_spec.NOTICE_SPEC, terms.notice),
+                (flavor_spec.MAXIMUM_LIFETIME_SPEC,
+                 terms.maximum_lifetime))))
         found += flavor_spec.terms_problems(flavor)
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = ['  '.join(cell.ljust(width) for cell, width
-                       in zip(row, widths)) + '  ' + row[4]
+                       in zip(row, widths)) + '  ' + row[5]
              for row in rows]
     return lines + ['%s: %s (fix: %s)' % (p.subject, p.message, p.fix)
                     for p in found]

@@ -243,6 +243,7 @@ def _requested(flavor, key, value):
 TIER_SPEC = 'opie:tier'
 MINIMUM_UPTIME_SPEC = 'opie:minimum_uptime'
 NOTICE_SPEC = 'opie:notice'
+MAXIMUM_LIFETIME_SPEC = 'opie:maximum_lifetime'
 # Bounds that keep every term a number any tool reads exactly (a snapshot
 # refuses more than 18 digits); an uptime beyond a year is a normal
 # server's, and as many tiers as any price list needs.
@@ -253,6 +254,7 @@ MAX_MINIMUM_UPTIME = 365 * 24 * 3600
 # the longest notice any OpenStack cloud selling preemptibles gives (15
 # minutes) fits in it with the clean shutdown after it.
 MAX_NOTICE = 15 * 60
+MAX_MAXIMUM_LIFETIME = 365 * 24 * 3600
 SET_TERMS = 'opie-manage flavor set-terms %s'
 
 
@@ -269,7 +271,9 @@ _TERMS = (Term(TIER_SPEC, MAX_TIER, 'tier 0', '--tier'),
           Term(MINIMUM_UPTIME_SPEC, MAX_MINIMUM_UPTIME,
                '[opie] minimum_uptime', '--minimum-uptime'),
           Term(NOTICE_SPEC, MAX_NOTICE, '[opie] preemption_notice',
-               '--notice'))
+               '--notice'),
+          Term(MAXIMUM_LIFETIME_SPEC, MAX_MAXIMUM_LIFETIME,
+               '[opie] maximum_lifetime', '--maximum-lifetime'))
 # Digits only: int() also takes '+1', '1_000', ' 1' and other scripts'
 # digits, which no one reading the flavor would take for a number.
 _WHOLE = re.compile(r'[0-9]+\Z')
@@ -282,10 +286,19 @@ _SHOWN = 40
 class Terms:
     """What a preemptible flavor promises its servers: their ``tier``,
     the ``minimum_uptime`` (seconds) before which they are never victims,
-    and the ``notice`` (seconds) a victim is given before it stops."""
+    the ``notice`` (seconds) a victim is given before it stops, and the
+    ``maximum_lifetime`` (seconds; 0: none) after which they are ended."""
     tier: int = 0
     minimum_uptime: int = 0
     notice: int = 0
+    maximum_lifetime: int = 0
+
+    def lifetime(self):
+        """Seconds after which a server is ended, None if never: its
+        maximum lifetime, but never before its minimum uptime."""
+        if not self.maximum_lifetime:
+            return None
+        return max(self.maximum_lifetime, self.minimum_uptime)
 
 
 def _value(extra_specs, term):
@@ -303,11 +316,13 @@ def _value(extra_specs, term):
     return int(value)
 
 
-def terms(extra_specs, default_minimum_uptime=0, default_notice=0):
+def terms(extra_specs, default_minimum_uptime=0, default_notice=0,
+          default_maximum_lifetime=0):
     """``(Terms, bad)``: the terms the extra specs set, a term they leave
     unset or set badly at its default (tier 0, ``default_minimum_uptime``,
-    ``default_notice``); ``bad`` has ``(term, one line saying what is
-    wrong and what is read instead)`` for each bad value."""
+    ``default_notice``, ``default_maximum_lifetime``); ``bad`` has
+    ``(term, one line saying what is wrong and what is read instead)`` for
+    each bad value."""
     values, bad = [], []
     for term in _TERMS:
         try:
@@ -316,19 +331,34 @@ def terms(extra_specs, default_minimum_uptime=0, default_notice=0):
             values.append(None)
             bad.append((term, '%s, so the scheduler reads it as %s'
                         % (exc, term.default)))
-    tier, uptime, notice = values
+    tier, uptime, notice, lifetime = values
     return Terms(0 if tier is None else tier,
                  default_minimum_uptime if uptime is None else uptime,
-                 default_notice if notice is None else notice), bad
+                 default_notice if notice is None else notice,
+                 default_maximum_lifetime if lifetime is None
+                 else lifetime), bad
 
 
 def terms_problems(flavor):
     """Problems of the terms of a preemptible ``flavor``: each bad value,
-    and what the scheduler makes of it."""
-    return [problems.Problem('flavor %s' % flavor.name, message,
-                             '%s %s N' % (SET_TERMS % flavor.name,
-                                          term.option))
-            for term, message in terms(flavor.extra_specs)[1]]
+    and what the scheduler makes of it; a maximum lifetime it sets below
+    the minimum uptime it sets."""
+    read, bad = terms(flavor.extra_specs)
+    found = [problems.Problem('flavor %s' % flavor.name, message,
+                              '%s %s N' % (SET_TERMS % flavor.name,
+                                           term.option))
+             for term, message in bad]
+    if 0 < read.maximum_lifetime < read.minimum_uptime:
+        found.append(problems.Problem(
+            'flavor %s' % flavor.name,
+            '%s=%d is below %s=%d: a server is ended only once its minimum '
+            'uptime is over, so its maximum lifetime is %d s' % (
+                MAXIMUM_LIFETIME_SPEC, read.maximum_lifetime,
+                MINIMUM_UPTIME_SPEC, read.minimum_uptime,
+                read.minimum_uptime),
+            '%s --maximum-lifetime N (N >= %d, or 0 for none)' % (
+                SET_TERMS % flavor.name, read.minimum_uptime)))
+    return found
 
 
 def _terms_without_mark(flavor):

@@ -380,6 +380,28 @@ waits the notice. Keep Nova API's ``[api] metadata_cache_expiration`` well
 below the notice, or guests read the notice late. 0 (the default):
 victims are terminated at once, without a clean shutdown.
 """),
+    cfg.IntOpt(
+        'maximum_lifetime',
+        default=0,
+        max=flavor_spec.MAX_MAXIMUM_LIFETIME,
+        min=0,
+        help="""
+Seconds a preemptible server may exist before OPIE ends it, for the
+preemptible flavors that do not set their own ``opie:maximum_lifetime`` extra
+spec (``opie-manage flavor set-terms FLAVOR --maximum-lifetime SECONDS``).
+
+The scheduler process that holds the reconciler's lease ends, at each of its
+passes (``reconcile_interval``), the preemptible servers older than their
+maximum lifetime, counted from their creation (or from their last unshelve):
+with the notice of their flavor first (see ``preemption_notice``), then a clean
+shutdown, then deleted or shelved as ``termination_mode`` says, and recorded
+like a preemption (the ``opie-preempt`` instance action, the notification
+``opie.preempt.end`` with reason ``lifetime``). A server is never ended before
+its minimum uptime. 0 (the default): servers live as long as their owners
+keep them. Applies to every server of a flavor without its own value, old or
+new: setting it ends, within a pass or two, every preemptible server of such a
+flavor that is older already.
+"""),
 ]
 
 

@@ -23,10 +23,11 @@ The scheduler treats such a flavor as a normal one instead, which is what
 Placement's allocations say it is: its servers are never victims, and a
 request for it is a normal request.
 
-A preemptible flavor's terms (:func:`terms`: its tier and minimum
-uptime) are read from the same extra specs. A bad value is read as the
-term's default, never guessed at, and never stops the scheduler; the
-audit names it with its fix (:func:`opie.core.flavor_spec.terms`).
+A preemptible flavor's terms (:func:`terms`: its tier, minimum uptime,
+notice and maximum lifetime) are read from the same extra specs. A bad
+value is read as the term's default, never guessed at, and never stops the
+scheduler; the audit names it with its fix
+(:func:`opie.core.flavor_spec.terms`).
 
 The check runs for every instance on every host a request looks at, so
 its verdict is kept per flavor (as the instance or the request carries
@@ -86,9 +87,10 @@ def terms(flavor):
     """The :class:`~opie.core.flavor_spec.Terms` of a preemptible
     ``flavor`` (an instance's copy: the terms it was booted with), its
     unset terms at their defaults (``[opie] minimum_uptime``,
-    ``preemption_notice``); a bad value is read as its default and warned
-    about once."""
-    defaults = (CONF.opie.minimum_uptime, CONF.opie.preemption_notice)
+    ``preemption_notice``, ``maximum_lifetime``); a bad value is read as
+    its default and warned about once."""
+    defaults = (CONF.opie.minimum_uptime, CONF.opie.preemption_notice,
+                CONF.opie.maximum_lifetime)
     key = _key(flavor) + defaults
     found = _TERMS.get(key)
     if found is None:

@@ -23,7 +23,9 @@ too. The metrics, all prefixed ``opie_``:
     Preemptible instances terminated (``mode``: ``delete`` or ``shelve``).
     ``reason`` is ``request`` (room made for a scheduling request),
     ``room-taken`` (taken by a request that then failed, its room gone to
-    others meanwhile), ``claimed`` or ``reconcile`` (by the reconciler).
+    others meanwhile), ``claimed`` or ``reconcile`` (by the reconciler),
+    ``lifetime`` (ended by the reconciler's lease holder for their
+    flavor's maximum lifetime: :mod:`.lifetime`).
 ``opie_termination_failures_total{mode}`` (counter)
     Victims OPIE could not terminate (logged; the reconciler retries).
 ``opie_victims_per_request`` (histogram)
@@ -139,7 +141,7 @@ _write_lock = threading.Lock()
 
 # Every value of each label, so that each series is there from the start.
 MODES = (opie_conf.DELETE, opie_conf.SHELVE)
-REASONS = ('request', 'room-taken', 'claimed', 'reconcile')
+REASONS = ('request', 'room-taken', 'claimed', 'reconcile', 'lifetime')
 WRITERS = ('scheduler', 'reconciler')
 REQUEST_KINDS = ('true', 'false', 'unknown')
 # Reconciler notification reasons -> repair kinds.

@@ -196,7 +196,7 @@ class Notice:
             for _, victim in stopped:
                 instance = self._read(context, victim.uuid)
                 if instance is not None:
-                    _withdraw(instance)
+                    withdraw(instance)
         if stopped:
             self.terminator.terminate_later(_by_preemption(stopped),
                                             request_info)
@@ -249,7 +249,7 @@ class Notice:
                 LOG.info('OPIE: instance %s, given notice on %s, is not '
                          'stopped: %s; notice withdrawn', instance.uuid,
                          each.preemption.host, why)
-                _withdraw(instance)
+                withdraw(instance)
                 each.state = SPARED
                 return
             if _off(instance, each.preemption.host):
@@ -351,7 +351,7 @@ def _given(each):
         (timeutils.utcnow() - each.readable).total_seconds())
 
 
-def _withdraw(instance):
+def withdraw(instance):
     """Remove the notice from ``instance``'s metadata."""
     instance.metadata = {k: v for k, v in instance.metadata.items()
                          if k != KEY}

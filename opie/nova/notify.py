@@ -62,7 +62,8 @@ a bump fails there. Their versions:
 ``PreemptionPayload``
     ``reason`` ("request": room made for a scheduling request;
     "room-taken": victims of a request that failed, whose room others took
-    meanwhile; "claimed" or "reconcile": terminated by the reconciler),
+    meanwhile; "claimed" or "reconcile": terminated by the reconciler;
+    "lifetime": ended at its flavor's maximum lifetime, :mod:`.lifetime`),
     ``instance_uuid`` (the server the room was for; null from the
     reconciler), ``host``, ``nodename``, ``mode`` ("delete" or "shelve"),
     ``request`` (``PreemptionRequestPayload``, null unless ``reason`` is

@@ -53,6 +53,10 @@ instance action, delete or shelve, notification):
   changed since is left to the next pass) and terminated (notification
   reason ``reconcile``).
 
+Then the preemptibles older than their flavor's maximum lifetime are
+ended, one step each per pass: told, stopped, terminated (notification
+reason ``lifetime``; :mod:`.lifetime`).
+
 Last, the preemption budgets' ledgers (:mod:`.ledger`): charges older
 than ``[opie] preemption_budget_window`` are deleted, and the ledgers that
 follow the default budget are brought to it.
@@ -69,6 +73,7 @@ it last did.
 """
 import dataclasses
 import datetime
+import functools
 
 from oslo_log import log as logging
 from oslo_utils import timeutils
@@ -82,6 +87,7 @@ from opie.nova import give_back
 from opie.nova import hoststate
 from opie.nova import interruptions
 from opie.nova import ledger
+from opie.nova import lifetime
 from opie.nova import metrics
 from opie.nova import notice
 from opie.nova import plan as plan_mod
@@ -127,6 +133,7 @@ class Reconciler:
         # When this process last published the interruption rates.
         self._rates_at = None
         self.ledgers = ledger.Keeper(placement_client)
+        self.lifetime = lifetime.Lifetime(terminator, placement_client)
 
     def run(self, context, now=None, renew=lambda: True):
         """One pass; returns the Preemptions made. ``renew()`` is called
@@ -159,6 +166,8 @@ class Reconciler:
                                               renew):
                 done += self.terminator.terminate([repair],
                                                   {'reason': 'reconcile'})
+            done += self.lifetime.run(context, self.host_manager.cells, now,
+                                      functools.partial(self._renew, renew))
             self.ledgers.run(context, now, self.settings.budget_minutes,
                              renew)
             metrics.reconciled()

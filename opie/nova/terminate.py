@@ -128,10 +128,13 @@ class Terminator:
         return thread_pool_factory.spawn(self.terminate, preemptions,
                                          request_info)
 
-    def terminate(self, preemptions, request_info):
+    def terminate(self, preemptions, request_info, judge=None):
         """Terminate the victims of ``preemptions`` (plan.Preemption) that
         still are victims, and notify; ``request_info`` (a dict) describes
-        what they made room for. Returns the preemptions as they happened:
+        what they made room for. ``judge(instance)``, if given, says why a
+        victim read again is spared (None: it is not) instead of
+        :func:`spared`, for terminations that free no room for anyone
+        (:mod:`.lifetime`). Returns the preemptions as they happened:
         each with the victims terminated, none where none was."""
         told = []
         for preemption in preemptions:
@@ -139,7 +142,7 @@ class Terminator:
             details = explained(preemption, owners, request_info)
             outcomes = {victim: self._terminate(
                 victim.uuid, preemption, request_info.get('reason') == LEFT,
-                details)
+                details, judge)
                 for victim in preemption.victims}
             # A victim spared was no victim after all: it is not told of.
             preemption = dataclasses.replace(preemption, victims=tuple(
@@ -204,7 +207,8 @@ class Terminator:
                           'the victim instead of shelving it')
             return None
 
-    def _terminate(self, uuid, preemption, left=False, details=None):
+    def _terminate(self, uuid, preemption, left=False, details=None,
+                   judge=None):
         """Terminate one victim if it still is one: :data:`TERMINATED`,
         :data:`SPARED`, or the exception it failed for (the last change
         met, if it kept changing). Read, judge, act; an act refused
@@ -212,7 +216,8 @@ class Terminator:
         resize, say) reads and judges again. ``left``: the reconciler found
         it left running, holding nothing, for the grace period: a delete
         begun on it then was never done. ``details``: the explanation kept
-        with its instance action (:func:`explained`)."""
+        with its instance action (:func:`explained`). ``judge``: as
+        :meth:`terminate` takes it."""
         # One found left running may be back from a shelve that failed on
         # its compute: it is deleted, or it would be shelved every pass.
         shelving = (self.settings.termination_mode == opie_conf.SHELVE
@@ -222,7 +227,7 @@ class Terminator:
         for _ in range(claim.WRITE_ATTEMPTS):
             try:
                 why = self._judge_and_act(context, uuid, preemption,
-                                          shelving, left, details)
+                                          shelving, left, details, judge)
             except exception.InstanceNotFound:
                 why = 'it is gone'
             except CHANGED_MEANWHILE as exc:
@@ -251,18 +256,21 @@ class Terminator:
         return changed
 
     def _judge_and_act(self, context, uuid, preemption, shelving, left,
-                       details):
+                       details, judge):
         """Why the victim is spared, or None once it is terminated."""
         mapping = objects.InstanceMapping.get_by_instance_uuid(
             nova_context.get_admin_context(), uuid)
         # Right before acting: what the database and Placement say now.
         instance = self.compute_api.get(context, uuid,
                                         expected_attrs=['flavor'])
-        placement = report.report_client_singleton()
-        why = spared(instance, claim.held(placement, context, uuid),
-                     preemption, lambda: hoststate.over_capacity(
-                         placement, context, preemption.provider_uuid),
-                     left)
+        if judge is not None:
+            why = judge(instance)
+        else:
+            placement = report.report_client_singleton()
+            why = spared(instance, claim.held(placement, context, uuid),
+                         preemption, lambda: hoststate.over_capacity(
+                             placement, context, preemption.provider_uuid),
+                         left)
         if why is None:
             self._act(context, mapping.cell_mapping, instance, shelving,
                       details)

@@ -71,6 +71,16 @@ def test_unset_terms_are_tier_0_and_opie_minimum_uptime(opie_options):
     assert (found.tier, found.minimum_uptime) == (0, 300)
 
 
+def test_an_unset_lifetime_is_opie_maximum_lifetime(opie_options):
+    opie_options(maximum_lifetime=86400, minimum_uptime=300)
+
+    assert flavor_check.terms(_instance().flavor).lifetime() == 86400
+    assert flavor_check.terms(_instance(
+        maximum_lifetime='0').flavor).lifetime() is None
+    assert flavor_check.terms(_instance(
+        maximum_lifetime='60').flavor).lifetime() == 300
+
+
 def test_a_bad_term_is_its_default_and_warned_about_once(opie_options,
                                                          caplog):
     opie_options(minimum_uptime=300)

@@ -130,10 +130,13 @@ def test_set_terms_sets_only_the_terms_given_and_changed():
         'opie:minimum_uptime': '0'}
     assert flavors.terms_to_set(flavor, notice=120) == {
         'opie:notice': '120'}
+    assert flavors.terms_to_set(flavor, maximum_lifetime=86400) == {
+        'opie:maximum_lifetime': '86400'}
 
 
 @pytest.mark.parametrize('extra_specs, tier, message', [
-    ({}, None, 'give --tier, --minimum-uptime, --notice or several'),
+    ({}, None, 'give --tier, --minimum-uptime, --notice, '
+     '--maximum-lifetime or several'),
     ({'opie:preemptible': 'no'}, 1, 'flavor p.large is not preemptible: '
      'terms of preemption mean nothing to its servers; create its '
      'preemptible twin with opie-manage flavor create-preemptible '
@@ -181,6 +184,9 @@ def test_the_command_sets_the_terms_then_leaves_them(monkeypatch, capsys):
     ('--minimum-uptime', '31536001', 'must be <= 31536000, got 31536001'),
     ('--notice', '901', 'must be <= 900, got 901'),
     ('--notice', '2m', "expected a whole number, got '2m'"),
+    ('--maximum-lifetime', '-1', 'must be >= 0, got -1'),
+    ('--maximum-lifetime', '31536001', 'must be <= 31536000, got 31536001'),
+    ('--maximum-lifetime', '1d', "expected a whole number, got '1d'"),
 ])
 def test_bad_terms_are_one_line_and_exit_2(monkeypatch, capsys, option,
                                            value, reason):
@@ -203,20 +209,26 @@ def test_list_shows_each_preemptible_flavor_its_terms_and_problems():
         flavor_spec.Flavor('m1.tiny', 1, 512, 1),
         flavor_spec.Flavor('p.gold', 1, 512, 1, extra_specs=dict(
             twin, **{'opie:tier': '2', 'opie:minimum_uptime': '3600',
-                     'opie:notice': '120'})),
+                     'opie:notice': '120',
+                     'opie:maximum_lifetime': '86400'})),
         flavor_spec.Flavor('p.tiny', 1, 512, 1, extra_specs=dict(
-            twin, **{'opie:minimum_uptime': 'soon'})),
+            twin, **{'opie:minimum_uptime': 'soon',
+                     'opie:maximum_lifetime': 'never'})),
     ])
 
     assert found == [
         'FLAVOR  SIZE                           TIER  MINIMUM UPTIME  '
-        'NOTICE',
+        'NOTICE   MAXIMUM LIFETIME',
         'p.gold  1 vCPU, 512 MB RAM, 1 GB disk  2     3600 s          '
-        '120 s',
+        '120 s    86400 s',
         'p.tiny  1 vCPU, 512 MB RAM, 1 GB disk  0     default         '
-        'default',
+        'default  default',
         "flavor p.tiny: opie:minimum_uptime='soon' is not a whole number "
         "from 0 to 31536000, so the scheduler reads it as [opie] "
         "minimum_uptime (fix: opie-manage flavor set-terms p.tiny "
-        "--minimum-uptime N)"]
+        "--minimum-uptime N)",
+        "flavor p.tiny: opie:maximum_lifetime='never' is not a whole number "
+        "from 0 to 31536000, so the scheduler reads it as [opie] "
+        "maximum_lifetime (fix: opie-manage flavor set-terms p.tiny "
+        "--maximum-lifetime N)"]
     assert flavors.terms_table([]) == ['no preemptible flavor']

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""A preemptible flavor's terms: tier and minimum uptime (issues 26, 27).
+"""A preemptible flavor's terms: tier, minimum uptime, notice and maximum
+lifetime (issues 26, 27).
 
 Extra specs are strings anyone with the admin role may set to anything:
 a bad value is read as the term's default, never guessed at, and the
@@ -97,27 +98,80 @@ def test_a_notice_set_is_read_whatever_the_default():
         0, 0, 120)
 
 
+@pytest.mark.parametrize('value', [
+    '-1', '1d', '3600.0', str(flavor_spec.MAX_MAXIMUM_LIFETIME + 1)])
+def test_a_bad_lifetime_is_the_default_and_a_problem_with_its_fix(value):
+    flavor = _flavor(maximum_lifetime=value)
+
+    terms, _ = flavor_spec.terms(flavor.extra_specs, 0, 0, 86400)
+    found = flavor_spec.check(flavor)
+
+    assert terms == flavor_spec.Terms(0, 0, 0, 86400)
+    assert [p.fix for p in found] == [
+        'opie-manage flavor set-terms p.small --maximum-lifetime N']
+    assert found[0].message.endswith('so the scheduler reads it as [opie] '
+                                     'maximum_lifetime')
+
+
+def test_a_lifetime_set_is_read_whatever_the_default():
+    assert flavor_spec.terms(_flavor(maximum_lifetime='0').extra_specs,
+                             0, 0, 86400)[0] == flavor_spec.Terms()
+    assert flavor_spec.terms(SPECS, 0, 0, 86400)[0] == flavor_spec.Terms(
+        maximum_lifetime=86400)
+
+
+def test_a_lifetime_below_the_minimum_uptime_is_a_problem_and_waits():
+    flavor = _flavor(minimum_uptime='3600', maximum_lifetime='600')
+
+    terms, bad = flavor_spec.terms(flavor.extra_specs)
+    found = flavor_spec.check(flavor)
+
+    assert bad == []
+    assert terms.lifetime() == 3600
+    assert [(p.message, p.fix) for p in found] == [(
+        'opie:maximum_lifetime=600 is below opie:minimum_uptime=3600: a '
+        'server is ended only once its minimum uptime is over, so its '
+        'maximum lifetime is 3600 s',
+        'opie-manage flavor set-terms p.small --maximum-lifetime N '
+        '(N >= 3600, or 0 for none)')]
+
+
+@pytest.mark.parametrize('uptime, lifetime, ended_at', [
+    (0, 0, None), (3600, 0, None), (0, 600, 600), (600, 600, 600),
+    (600, 3600, 3600)])
+def test_a_lifetime_is_never_before_the_minimum_uptime(uptime, lifetime,
+                                                       ended_at):
+    terms = flavor_spec.Terms(minimum_uptime=uptime,
+                              maximum_lifetime=lifetime)
+
+    assert terms.lifetime() == ended_at
+    assert flavor_spec.check(_flavor(minimum_uptime=str(uptime),
+                                     maximum_lifetime=str(lifetime))) == []
+
+
 def test_the_bounds_are_good_values():
     flavor = _flavor(tier=str(flavor_spec.MAX_TIER), minimum_uptime=str(
-        flavor_spec.MAX_MINIMUM_UPTIME), notice=str(flavor_spec.MAX_NOTICE))
+        flavor_spec.MAX_MINIMUM_UPTIME), notice=str(flavor_spec.MAX_NOTICE),
+        maximum_lifetime=str(flavor_spec.MAX_MAXIMUM_LIFETIME))
 
     assert flavor_spec.check(flavor) == []
     assert flavor_spec.terms(flavor.extra_specs)[0] == flavor_spec.Terms(
         flavor_spec.MAX_TIER, flavor_spec.MAX_MINIMUM_UPTIME,
-        flavor_spec.MAX_NOTICE)
+        flavor_spec.MAX_NOTICE, flavor_spec.MAX_MAXIMUM_LIFETIME)
 
 
 def test_terms_on_a_normal_flavor_are_a_problem():
     normal = flavor_spec.Flavor('m1.small', 1, 2048, 20, extra_specs={
-        'opie:tier': '1', 'opie:minimum_uptime': 'x'})
+        'opie:tier': '1', 'opie:minimum_uptime': 'x',
+        'opie:maximum_lifetime': '60'})
 
     found = flavor_spec.check(normal)
 
     assert [(p.message, p.fix) for p in found] == [(
-        'sets opie:tier, opie:minimum_uptime but is not preemptible: terms '
-        'of preemption mean nothing to its servers',
+        'sets opie:tier, opie:minimum_uptime, opie:maximum_lifetime but is '
+        'not preemptible: terms of preemption mean nothing to its servers',
         'openstack flavor unset --property opie:tier --property '
-        'opie:minimum_uptime m1.small')]
+        'opie:minimum_uptime --property opie:maximum_lifetime m1.small')]
 
 
 def test_terms_do_not_make_a_flavor_normal():

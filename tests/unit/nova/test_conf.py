@@ -58,6 +58,9 @@ def _error(tmp_path, lines):
     ('minimum_uptime = -1', 'an integer >= 0 and <= 31536000'),
     ('minimum_uptime = 31536001', 'an integer >= 0 and <= 31536000'),
     ('minimum_uptime = 10m', 'an integer >= 0 and <= 31536000'),
+    ('maximum_lifetime = -1', 'an integer >= 0 and <= 31536000'),
+    ('maximum_lifetime = 31536001', 'an integer >= 0 and <= 31536000'),
+    ('maximum_lifetime = 1d', 'an integer >= 0 and <= 31536000'),
     ('max_victims = many', 'an integer >= 0'),
     ('ranking = best', 'one of victims, all-preemptibles'),
     ('termination_mode = kill', 'one of delete, shelve'),
@@ -114,6 +117,7 @@ def test_a_value_with_a_line_break_stays_one_line(tmp_path):
     'preemption_cost_weight_multiplier = 0',
     'reconcile_interval = 0',
     'minimum_uptime = 31536000',
+    'maximum_lifetime = 31536000',
     'costs = period=0.5,count=60',
     'preempted_tag = ' + 'x' * 60,
 ])

@@ -95,7 +95,8 @@ def test_each_worker_writes_its_own_labelled_file(tmp_path):
 SERIES = {
     'opie_preemptions_total': [
         {'mode': mode, 'reason': reason} for mode in ('delete', 'shelve')
-        for reason in ('request', 'room-taken', 'claimed', 'reconcile')],
+        for reason in ('request', 'room-taken', 'claimed', 'reconcile',
+                       'lifetime')],
     'opie_termination_failures_total': [
         {'mode': 'delete'}, {'mode': 'shelve'}],
     'opie_claim_conflicts_total': [
