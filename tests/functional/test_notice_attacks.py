@@ -17,6 +17,7 @@ and a worker that dies in it. Each is decided from state (servers, their
 metadata, Placement's usages), never from the clock: the reconciler is
 given its time (``run(now=...)``)."""
 import datetime
+from nova.compute import power_state
 from nova import context as nova_context
 import nova.conf
 from nova import objects
@@ -80,7 +81,7 @@ class _Cloud(cloud.OpieCloud):
         in its room."""
         self.assertEqual(1, len(self.events('power_off', self.victim)))
         [spawned] = self.events('spawn', server['id'])
-        self.assertNotEqual('running', spawned.get(self.victim, 'gone'))
+        self.assertNotEqual(power_state.RUNNING, spawned.get(self.victim))
         self.assertNotIn('P-2', self.live_names())
         self.assert_within_capacity()
 
@@ -166,8 +167,42 @@ class NoticeAttacks(_Cloud):
         self.assertEqual([], pending)
         self.assertIn(answered, (['stopped'], [None]))
         [spawned] = self.events('spawn', server['id'])
-        self.assertNotEqual('running', spawned.get(self.victim, 'gone'))
+        self.assertNotEqual(power_state.RUNNING, spawned.get(self.victim))
         self.assertNotIn('P-2', self.live_names())
+        self.assert_within_capacity()
+
+    def test_an_owner_rebuilding_its_victim_during_the_notice(self):
+        # Rebuilt by its time (stopped cleanly then), or still busy with it
+        # (terminated then): off its host before the build either way.
+        image = self.server('P-2')['image']['id']
+        pending = self.during_the_notice(lambda: self.api.post_server_action(
+            self.victim, {'rebuild': {'imageRef': image}}))
+        answered = self.when_answered(self.victim)
+
+        server = self.boot('medium', 'normal')
+        self.wait_for_terminations()
+
+        self.assertEqual([], pending)
+        self.assertIn(answered, (['stopped'], [None]))
+        [spawned] = self.events('spawn', server['id'])
+        self.assertNotEqual(power_state.RUNNING, spawned.get(self.victim))
+        self.assertNotIn('P-2', self.live_names())
+        self.assert_within_capacity()
+
+    def test_an_owner_shelving_its_victim_during_the_notice(self):
+        def shelve():
+            self.api.post_server_action(self.victim, {'shelve': None})
+            self._wait_for_state_change(self.server('P-2'),
+                                        'SHELVED_OFFLOADED')
+        pending = self.during_the_notice(shelve)
+
+        server = self.boot('medium', 'normal')
+        self.wait_for_terminations()
+
+        self.assertEqual([], pending)
+        [spawned] = self.events('spawn', server['id'])
+        self.assertNotIn(self.victim, spawned)
+        self.assertEqual([], self.notifications(notify.ERROR))
         self.assert_within_capacity()
 
     # the reconciler ----------------------------------------------------
