@@ -32,13 +32,19 @@ shared secret.
 """
 import hashlib
 import hmac
-import http
+import http.client
 import os
+import re
 import urllib.error
+import urllib.parse
 import urllib.request
 
 API = os.environ.get('OPIE_LAB_METADATA_API', '')
 SECRET = os.environ.get('OPIE_LAB_METADATA_SECRET', '')
+# An instance or project id as Nova writes them: they become headers.
+_ID = re.compile(rb'[A-Za-z0-9_-]+\Z')
+# A path byte Nova's metadata API reads as is; any other is quoted.
+_SAFE = "/-._~!$&'()*+,;=:@"
 
 
 def signature(instance_id, secret=SECRET):
@@ -48,16 +54,22 @@ def signature(instance_id, secret=SECRET):
 
 
 def application(environ, start_response):
-    instance, _, rest = environ.get('PATH_INFO', '').lstrip('/').partition(
-        '/')
-    project, _, path = rest.partition('/')
-    if not instance or not project:
+    try:
+        # PEP 3333: the path's bytes, each as one character.
+        asked = environ.get('PATH_INFO', '').encode('latin-1')
+    except UnicodeEncodeError:
+        asked = b''
+    instance, _, rest = asked.lstrip(b'/').partition(b'/')
+    project, _, path = rest.partition(b'/')
+    if not _ID.match(instance) or not _ID.match(project):
         return _answer(start_response, 404, b'ask /<instance>/<project>/'
                        b'<path>, as a guest asks 169.254.169.254/<path>\n')
-    request = urllib.request.Request(API + '/' + path, headers={
-        'X-Instance-ID': instance, 'X-Tenant-ID': project,
-        'X-Instance-ID-Signature': signature(instance),
-        'X-Forwarded-For': environ.get('REMOTE_ADDR', '127.0.0.1')})
+    instance = instance.decode()
+    request = urllib.request.Request(
+        API + '/' + urllib.parse.quote(path, safe=_SAFE), headers={
+            'X-Instance-ID': instance, 'X-Tenant-ID': project.decode(),
+            'X-Instance-ID-Signature': signature(instance),
+            'X-Forwarded-For': environ.get('REMOTE_ADDR', '127.0.0.1')})
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return _answer(start_response, response.status, response.read(),
@@ -65,10 +77,14 @@ def application(environ, start_response):
     except urllib.error.HTTPError as exc:
         return _answer(start_response, exc.code, exc.read(),
                        exc.headers.get('Content-Type'))
+    except (OSError, http.client.HTTPException) as exc:
+        # Nova's metadata API down, slow or gone mid-answer: the guest is
+        # told so, as by a proxy.
+        return _answer(start_response, 502, ('%s\n' % exc).encode())
 
 
 def _answer(start_response, status, body, content_type=None):
-    start_response('%d %s' % (status, http.HTTPStatus(status).phrase),
-                   [('Content-Type', content_type or 'text/plain'),
-                    ('Content-Length', str(len(body)))])
+    start_response('%d %s' % (status, http.client.responses.get(
+        status, 'Unknown')), [('Content-Type', content_type or 'text/plain'),
+                              ('Content-Length', str(len(body)))])
     return [body]

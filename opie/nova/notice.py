@@ -63,7 +63,9 @@ compare-and-swap on its task and VM state, as in :mod:`.terminate`.
 If the deciding scheduler process dies during the notice, its conductor's
 call fails and the build with it; the victims hold nothing and are told.
 The reconciler leaves a victim alone until its notice and stop time are
-over (:func:`announced`), then terminates it as one left running. A
+over (:func:`announced`), then terminates it as one left running. Its
+owner can write :data:`KEY` too: a time later than its flavor's notice
+from now is not one OPIE gave, and does not keep it. A
 request deleted during the notice changes nothing: notice given is kept.
 """
 import dataclasses
@@ -118,7 +120,9 @@ def parse(value):
     none (an owner may write any value of their own)."""
     try:
         return timeutils.normalize_time(timeutils.parse_isotime(value))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
+        # OverflowError: a time zone that moves year 1 or 9999 out of the
+        # calendar.
         return None
 
 
@@ -128,12 +132,17 @@ def announced(compute_api, context, uuid, now):
     that gave it."""
     try:
         instance = compute_api.get(context, uuid,
-                                   expected_attrs=['metadata'])
+                                   expected_attrs=['flavor', 'metadata'])
     except exception.InstanceNotFound:
         return False
     at = parse((instance.metadata or {}).get(KEY))
-    return at is not None and now < at + datetime.timedelta(
-        seconds=CONF.shutdown_timeout + STOP_MARGIN)
+    # Its owner may write the key too: a time later than its flavor's
+    # notice from now is not one OPIE gave (it writes that notice from
+    # when it writes), and would keep a victim left running for ever.
+    notice = datetime.timedelta(
+        seconds=flavor_check.terms(instance.flavor).notice)
+    return at is not None and at <= now + notice and now < at + (
+        datetime.timedelta(seconds=CONF.shutdown_timeout + STOP_MARGIN))
 
 
 # What became of a victim given notice: stopping (its clean shutdown
