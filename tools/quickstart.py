@@ -23,6 +23,7 @@ Re-running skips the install while setup.cfg and requirements.txt are
 unchanged.
 """
 import configparser
+import contextlib
 import hashlib
 import pathlib
 import shlex
@@ -92,8 +93,12 @@ SUITES = {'py3': 'testenv', 'functional': 'testenv:functional',
 # functional fixtures monkey-patch the interpreter, which must not leak into
 # the unit tests. opie-bot's functional tests mostly wait for the client they
 # drive, so they run in a process of their own beside the rest of the
-# functional suite (a quarter of its time), their output following.
+# functional suite (a quarter of its time). The rest, which keeps a core
+# busy, is split between SHARDS processes (tests/functional/conftest.py's
+# --shard), one a core of CI's two. The first shard's output comes as it
+# runs, the other processes' after it.
 BOT = 'tests/functional/bot'
+SHARDS = 2
 # pytest's status when no test was selected: a process that runs none of
 # the tests asked for (-k, or a path in another suite) has not failed.
 NO_TESTS = 5
@@ -127,8 +132,11 @@ def _processes(commands):
     start."""
     unit, unit_command = _split(commands['py3'])
     functional, functional_command = _split(commands['functional'])
-    return [(unit, None, unit_command), (BOT, None, functional_command),
-            (functional, BOT, functional_command + ['--ignore', BOT])]
+    shards = [(functional, BOT, functional_command + [
+        '--ignore', BOT, '--shard', '%d/%d' % (shard, SHARDS)])
+        for shard in range(1, SHARDS + 1)]
+    return [(unit, None, unit_command)] + shards + [
+        (BOT, None, functional_command)]
 
 
 def _targets(directory, excluded, paths):
@@ -148,32 +156,43 @@ def _wait(processes):
         return [p.wait() for p in processes]
 
 
+def _side_by_side(commands):
+    """Run ``commands`` at once, the first's output on ours as it comes,
+    each other's after it; their exit codes."""
+    with contextlib.ExitStack() as stack:
+        processes = [start(commands[0])]
+        logs = []
+        for command in commands[1:]:
+            logs.append(stack.enter_context(tempfile.TemporaryFile()))
+            processes.append(start(command, stdout=logs[-1],
+                                   stderr=subprocess.STDOUT))
+        codes = _wait(processes)
+        sys.stdout.flush()
+        for log in logs:
+            log.seek(0)
+            sys.stdout.buffer.write(log.read())
+        sys.stdout.flush()
+    return codes
+
+
 def test():
     args = sys.argv[2:]
     paths = [a for a in args if a == 'tests' or a.startswith('tests/')]
     options = [a for a in args if a not in paths]
     commands = suites()
-    unit, bot, functional = [
+    unit, *functional = [
         _in_venv(command) + targets + options if targets else None
         for directory, excluded, command in _processes(commands)
         for targets in [_targets(directory, excluded, paths)]]
-    if not (unit or bot or functional):
+    functional = [command for command in functional if command]
+    if not (unit or functional):
         print('quickstart test: %s: no unit or functional tests there (the '
               'lab runs tests/integration: python3 tools/lab.py test)'
               % ' '.join(paths), file=sys.stderr)
         return 2
     codes = _wait([start(unit)]) if unit else []
-    with tempfile.TemporaryFile() as log:
-        running = []
-        if bot:
-            running.append(start(bot, stdout=log, stderr=subprocess.STDOUT))
-        if functional:
-            running.append(start(functional))
-        codes += _wait(running)
-        log.seek(0)
-        sys.stdout.flush()
-        sys.stdout.buffer.write(log.read())
-        sys.stdout.flush()
+    if functional:
+        codes += _side_by_side(functional)
     if not args:
         # Style, as tox -e pep8 checks it, on a whole run only.
         codes.append(run(_in_venv(commands['pep8'])))

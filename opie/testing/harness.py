@@ -25,13 +25,19 @@ Placement), exactly as Nova tests itself, with:
   defaults, at their default multipliers;
 * the ``[opie]`` options of the class attribute ``OPIE``; in shelve mode
   the scheduler's service user is :class:`ServiceUser` (no Keystone
-  here), whose token :attr:`ServiceUser.TOKEN` reaches the computes.
+  here), whose token :attr:`ServiceUser.TOKEN` reaches the computes;
+* Nova's waits for a server's state, its deletion and a migration polling
+  every :data:`POLL` seconds instead of every half second, over the same
+  span, Nova's own wait then giving the verdict (and a failure's
+  message): a server here changes state within hundredths of a second, so
+  the half-second sleeps were most of a functional test's time.
 
 Import ``nova.tests.functional`` before this module: Nova decides there how
 to monkey patch, before anything else of Nova is loaded.
 """
 import os
 import sys
+import time
 import warnings
 
 import fixtures
@@ -41,6 +47,7 @@ from keystoneauth1 import plugin
 from sqlalchemy import exc as sqla_exc
 import yaml
 
+from nova.tests.functional.api import client as api_client
 from nova.tests.functional import integrated_helpers
 from nova.virt import fake
 
@@ -53,6 +60,9 @@ CAPACITY = res.Resources(8, 16384, 1000)
 SIZES = {'small': (1, 2000, 20), 'medium': (2, 4000, 40),
          'large': (4, 8000, 80)}
 MANAGER = 'opie.nova.manager.OpieSchedulerManager'
+# Seconds between two looks of a wait, and between two of Nova's.
+POLL = 0.05
+NOVA_POLL = 0.5
 NOVA_FILTERS = ['ComputeFilter', 'ComputeCapabilitiesFilter',
                 'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
                 'ServerGroupAffinityFilter']
@@ -150,3 +160,47 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
         for host in self.HOSTS:
             compute = self._start_compute(host)
         return compute
+
+    def _poll(self, done, attempts):
+        """Until ``done()``, or for the span of Nova's wait of
+        ``attempts`` looks."""
+        deadline = time.monotonic() + attempts * NOVA_POLL
+        while not done() and time.monotonic() < deadline:
+            time.sleep(POLL)
+
+    def _wait_for_server_parameter(self, server, expected_params,
+                                   max_retries=10, api=None,
+                                   wait_for_fault_key=True):
+        wait = super()._wait_for_server_parameter
+
+        def reached():
+            try:
+                wait(server, expected_params, 1, api, wait_for_fault_key)
+            except self.failureException:
+                return False
+            return True
+        self._poll(reached, max_retries)
+        return wait(server, expected_params, max_retries, api,
+                    wait_for_fault_key)
+
+    def _wait_until_deleted(self, server):
+        def gone():
+            try:
+                self.api.get_server(server['id'])
+            except api_client.OpenStackApiNotFoundException:
+                return True
+            return False
+        self._poll(gone, 40)
+        return super()._wait_until_deleted(server)
+
+    def _wait_for_migration_status(self, server, expected_statuses):
+        statuses = {status.lower() for status in expected_statuses}
+        api = getattr(self, 'admin_api', self.api)
+
+        def reached():
+            return any(m['instance_uuid'] == server['id']
+                       and m['status'].lower() in statuses
+                       for m in api.api_get('/os-migrations').body[
+                           'migrations'])
+        self._poll(reached, 10)
+        return super()._wait_for_migration_status(server, expected_statuses)

@@ -17,7 +17,9 @@ from the copy of the flavor in each server. Which victims a host gives up
 is the core's exact search (tests/unit/core); here, that the terms reach
 it from Nova, that hosts are tried lowest tier first whatever the
 weighers say, and that a tenant reads in the fault why a request found no
-room.
+room. The plan's order of hosts itself (a host with room first, a higher
+tier where no lower one frees enough) is decided without Nova's services:
+tests/functional/plugin/test_tiers.py.
 """
 import datetime
 
@@ -114,30 +116,6 @@ class LowestTierFirst(TermsCloud):
         self.assertEqual('host-B', self.host_of(server))
         self.assertEqual(['bronze-0'], self.victim_names())
         self.assert_within_capacity()
-
-    def test_a_free_host_still_comes_first(self):
-        for i in range(4):
-            self.boot_as('bronze', 'bronze-%d' % i, 'host-A', 110 + i)
-
-        server = self.boot('medium', 'normal')
-
-        self.assertEqual('host-B', self.host_of(server))
-        self.assertEqual([], self.victim_names())
-
-    def test_a_higher_tier_goes_only_where_no_lower_one_frees_enough(self):
-        # host-A: gold only; host-B: normal servers and one bronze, too
-        # small a room for a large.
-        for i in range(4):
-            self.boot_as('gold', 'gold-%d' % i, 'host-A', 61 + i)
-        self.boot('large', 'B-N0', host='host-B')
-        self.boot('medium', 'B-N1', host='host-B')
-        self.boot_as('bronze', 'bronze-0', 'host-B', 110)
-
-        server = self.boot('large', 'normal')
-        self.wait_for_terminations()
-
-        self.assertEqual('host-A', self.host_of(server))
-        self.assertEqual(['gold-0', 'gold-1'], self.victim_names())
 
 
 class NoTierPreemptedForItsOwn(TermsCloud):

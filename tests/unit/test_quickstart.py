@@ -11,8 +11,8 @@
 # under the License.
 
 """The README's test command runs tox's suites, read from tox.ini: the
-unit tests, the functional tests (opie-bot's in a process of their own,
-beside the rest) and style."""
+unit tests, the functional tests (shared between two processes, opie-bot's
+in a third beside them) and style."""
 import importlib.util
 import pathlib
 import types
@@ -61,9 +61,11 @@ def test_a_whole_run_is_toxs_three_suites(started, monkeypatch):
     assert quickstart.test() == 0
     assert started == [
         'bin/python -m pytest -x tests/unit',
-        'bin/python -m pytest -q tests/functional/bot',
-        'bin/python -m pytest -q --ignore tests/functional/bot '
+        'bin/python -m pytest -q --ignore tests/functional/bot --shard 1/2 '
         'tests/functional',
+        'bin/python -m pytest -q --ignore tests/functional/bot --shard 2/2 '
+        'tests/functional',
+        'bin/python -m pytest -q tests/functional/bot',
         'bin/flake8 opie']
 
 
@@ -75,5 +77,17 @@ def test_paths_asked_for_run_in_their_suites_process(started, monkeypatch):
     assert quickstart.test() == 0
     assert started == [
         'bin/python -m pytest -x tests/unit/test_layout.py -k budget',
-        'bin/python -m pytest -q --ignore tests/functional/bot '
+        'bin/python -m pytest -q --ignore tests/functional/bot --shard 1/2 '
+        'tests/functional/plugin -k budget',
+        'bin/python -m pytest -q --ignore tests/functional/bot --shard 2/2 '
         'tests/functional/plugin -k budget']
+
+
+def test_the_bot_tests_alone_run_in_their_process_only(started,
+                                                       monkeypatch):
+    monkeypatch.setattr('sys.argv', [
+        'quickstart.py', 'test', 'tests/functional/bot/test_tenant.py'])
+
+    assert quickstart.test() == 0
+    assert started == [
+        'bin/python -m pytest -q tests/functional/bot/test_tenant.py']

@@ -12,7 +12,9 @@
 
 """A normal request takes from the lowest tier first, across hosts: the
 plan reorders Nova's weighed hosts so that no weight puts a host whose
-victims are of a higher tier before one whose are of a lower tier."""
+victims are of a higher tier before one whose are of a lower tier; a tier
+is an order, not a bar: a higher one serves where no lower one frees
+enough."""
 import dataclasses
 
 from opie.core import costs
@@ -65,3 +67,19 @@ def test_a_host_the_request_fits_goes_before_any_preemption(cloud):
         costs.load_cost_model('period'), helpers.NOW)
     assert core.host == 'roomy'
     assert [s.host for s in ordered][0] == core.host
+
+
+def test_a_higher_tier_goes_only_where_no_lower_one_frees_enough(cloud):
+    # bronze: normal servers and one tier-0 victim, too small a room for a
+    # large server; gold: tier-1 victims only, the two cheapest enough.
+    cloud = (cloud.host('gold', **_tiered('g', 1, 61, 62, 63, 64))
+             .host('bronze', normal=helpers.LARGE + helpers.MEDIUM,
+                   **_tiered('b', 0, 110)))
+    request_spec = spec('large')
+    with plan_mod.activated(cloud.plan(request_spec)) as plan:
+        states = cloud.host_states()
+        passing = cloud_mod.passing(states, request_spec)
+        by_name = {s.host: s for s in states}
+        victims = [v.name for v in plan.option(by_name['gold']).victims]
+    assert passing == ['gold']
+    assert victims == ['g0', 'g1']
