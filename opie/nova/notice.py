@@ -63,9 +63,9 @@ compare-and-swap on its task and VM state, as in :mod:`.terminate`.
 If the deciding scheduler process dies during the notice, its conductor's
 call fails and the build with it; the victims hold nothing and are told.
 The reconciler leaves a victim alone until its notice and stop time are
-over (:func:`announced`), then terminates it as one left running. Its
-owner can write :data:`KEY` too: a time later than its flavor's notice
-from now is not one OPIE gave, and does not keep it. A
+over (:func:`announced`: the time as OPIE keeps it in the system
+metadata, :data:`SYSTEM_KEY`, which its owner cannot write, unlike
+:data:`KEY`), then terminates it as one left running. A
 request deleted during the notice changes nothing: notice given is kept.
 """
 import dataclasses
@@ -95,6 +95,8 @@ LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 # The server metadata key that gives notice.
 KEY = 'opie:preempt_at'
+# The same time in the system metadata, which only Nova and OPIE write.
+SYSTEM_KEY = 'opie_preempt_at'
 # The event of the victim's opie-preempt action that records the notice.
 EVENT = 'opie_notice'
 # Seconds beyond the compute's [DEFAULT] shutdown_timeout that a stop may
@@ -129,20 +131,18 @@ def parse(value):
 def announced(compute_api, context, uuid, now):
     """Is instance ``uuid`` under a notice OPIE gave, or in the stop after
     it, at ``now``? The reconciler leaves such a victim to the process
-    that gave it."""
+    that gave it. Read from the system metadata (:data:`SYSTEM_KEY`), not
+    the key its owner reads: its owner may write that one too, and keep a
+    victim left running for as long as it rewrites it."""
     try:
         instance = compute_api.get(context, uuid,
-                                   expected_attrs=['flavor', 'metadata'])
+                                   expected_attrs=['system_metadata'])
     except exception.InstanceNotFound:
         return False
-    at = parse((instance.metadata or {}).get(KEY))
-    # Its owner may write the key too: a time later than its flavor's
-    # notice from now is not one OPIE gave (it writes that notice from
-    # when it writes), and would keep a victim left running for ever.
-    notice = datetime.timedelta(
-        seconds=flavor_check.terms(instance.flavor).notice)
-    return at is not None and at <= now + notice and now < at + (
-        datetime.timedelta(seconds=CONF.shutdown_timeout + STOP_MARGIN))
+    at = parse((instance.system_metadata or {}).get(SYSTEM_KEY))
+    # From now back, not from ``at`` on: no time overflows the calendar.
+    return at is not None and now - datetime.timedelta(
+        seconds=CONF.shutdown_timeout + STOP_MARGIN) < at
 
 
 # What became of a victim given notice: stopping (its clean shutdown
@@ -225,6 +225,8 @@ class Notice:
         announced = timeutils.utcnow() + notice
         instance.metadata = dict(instance.metadata,
                                  **{KEY: stamp(announced)})
+        instance.system_metadata = dict(instance.system_metadata,
+                                        **{SYSTEM_KEY: stamp(announced)})
         instance.save()
         # Never less than the notice from when its owner can read it: a
         # write slow under load moves the stop, not the time announced.
@@ -337,7 +339,8 @@ class Notice:
     def _read(self, context, uuid):
         try:
             return self.terminator.compute_api.get(
-                context, uuid, expected_attrs=['flavor', 'metadata'])
+                context, uuid,
+                expected_attrs=['flavor', 'metadata', 'system_metadata'])
         except exception.InstanceNotFound:
             return None
 
@@ -364,6 +367,9 @@ def withdraw(instance):
     """Remove the notice from ``instance``'s metadata."""
     instance.metadata = {k: v for k, v in instance.metadata.items()
                          if k != KEY}
+    instance.system_metadata = {k: v for k, v in
+                                instance.system_metadata.items()
+                                if k != SYSTEM_KEY}
     instance.save()
 
 

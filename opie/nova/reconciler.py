@@ -32,9 +32,9 @@ instance action, delete or shelve, notification):
   ``claimed``). One that holds allocations elsewhere is moving (a live
   migration, a resize's or cold migration's disk copy): its row still
   names the source while its allocations sit on the destination. One
-  under a notice (:mod:`.notice`: its metadata names a time, no later
-  than its flavor's notice from now, and the compute's shutdown timeout
-  after it has not passed) is left to the
+  under a notice (:mod:`.notice`: its system metadata, which its owner
+  cannot write, names a time, and the compute's shutdown timeout after
+  it has not passed) is left to the
   scheduler that gave it, which stops it then; once that time is over it
   is one left running (its scheduler died during the notice). Hosts
   are read from Placement only where such instances run: one request per

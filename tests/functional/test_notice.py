@@ -211,9 +211,10 @@ class Notice(NoticeCloud):
         mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, uuid)
         with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
             instance = objects.Instance.get_by_uuid(
-                cctxt, uuid, expected_attrs=['metadata'])
-            instance.metadata = {notice.KEY: notice.stamp(
-                timeutils.utcnow())}
+                cctxt, uuid, expected_attrs=['system_metadata'])
+            instance.system_metadata = dict(
+                instance.system_metadata,
+                **{notice.SYSTEM_KEY: notice.stamp(timeutils.utcnow())})
             instance.save()
         reconciler = self.scheduler.manager.reconciler
         reconciler.claimed_grace = reconciler.claimed_grace * 0

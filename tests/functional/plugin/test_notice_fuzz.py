@@ -76,16 +76,14 @@ def test_random_values_read_as_a_time_or_none():
 
 
 class _Compute:
-    """compute_api.get of one instance whose flavor promises ``seconds``
-    of notice and whose metadata holds ``value``."""
+    """compute_api.get of one instance whose system metadata holds
+    ``value`` as OPIE's notice, and its metadata ``owners``."""
 
-    def __init__(self, value, seconds):
-        specs = {'opie:notice': str(seconds)} if seconds else {}
+    def __init__(self, value, owners=None):
+        system = {} if value is None else {notice.SYSTEM_KEY: value}
         self.instance = objects.Instance(
-            uuid='u', metadata={notice.KEY: value},
-            flavor=objects.Flavor(name='p.medium', vcpus=2, memory_mb=4000,
-                                  root_gb=40, ephemeral_gb=0, swap=0,
-                                  extra_specs=specs))
+            uuid='u', system_metadata=system,
+            metadata={} if owners is None else {notice.KEY: owners})
 
     def get(self, context, uuid, expected_attrs=None):
         return self.instance
@@ -94,20 +92,19 @@ class _Compute:
 # Nova keeps metadata values as strings.
 @pytest.mark.parametrize('value', [v for v in HOSTILE if isinstance(v, str)])
 def test_the_reconcilers_check_never_raises(value):
-    assert notice.announced(_Compute(value, 60), None, 'u', NOW) in (
+    assert notice.announced(_Compute(value), None, 'u', NOW) in (
         True, False)
 
 
-@pytest.mark.parametrize('seconds', [0, 60])
-@pytest.mark.parametrize('later', [
-    datetime.timedelta(minutes=2), datetime.timedelta(days=365 * 100)])
-def test_a_time_later_than_the_notice_is_the_owners(seconds, later):
-    # The scheduler writes the time it stops the victim, the flavor's
-    # notice from when it writes: a later one is not its.
-    value = notice.stamp(NOW + later)
-    assert not notice.announced(_Compute(value, seconds), None, 'u', NOW)
+@pytest.mark.parametrize('owners', [
+    notice.stamp(NOW + datetime.timedelta(seconds=60)),
+    notice.stamp(NOW + datetime.timedelta(days=365 * 100))])
+def test_the_key_its_owner_writes_is_never_read(owners):
+    assert not notice.announced(_Compute(None, owners), None, 'u', NOW)
 
 
-def test_a_notice_the_scheduler_gave_is_left_to_it():
+def test_a_notice_the_scheduler_gave_is_left_to_it_until_its_stop_time():
     value = notice.stamp(NOW + datetime.timedelta(seconds=60))
-    assert notice.announced(_Compute(value, 60), None, 'u', NOW)
+    assert notice.announced(_Compute(value), None, 'u', NOW)
+    assert not notice.announced(_Compute(value), None, 'u', NOW + (
+        datetime.timedelta(seconds=60 + 60 + notice.STOP_MARGIN)))
