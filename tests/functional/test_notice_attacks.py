@@ -65,15 +65,19 @@ class _Cloud(cloud.OpieCloud):
         del self.seen[:]
 
     def give_notice(self, uuid, at):
-        """As the scheduler does: ``opie:preempt_at`` written as admin."""
+        """As the scheduler does: ``opie:preempt_at`` written as admin,
+        in the metadata and the system metadata."""
         mapping = objects.InstanceMapping.get_by_instance_uuid(self.ctxt,
                                                                uuid)
         with nova_context.target_cell(self.ctxt,
                                       mapping.cell_mapping) as cctxt:
             instance = objects.Instance.get_by_uuid(
-                cctxt, uuid, expected_attrs=['metadata'])
+                cctxt, uuid, expected_attrs=['metadata', 'system_metadata'])
             instance.metadata = dict(instance.metadata,
                                      **{notice.KEY: notice.stamp(at)})
+            instance.system_metadata = dict(
+                instance.system_metadata,
+                **{notice.SYSTEM_KEY: notice.stamp(at)})
             instance.save()
 
     def assert_stopped_then_displaced(self, server):
