@@ -99,4 +99,4 @@ class TieredSnapshot(test_tiers.TermsCloud, test_audit.AuditCloud):
         code, out, _ = self.opie_manage('flavor', 'list')
         self.assertIn('gold', out)
         self.assertRegex(out, r'\ngold +2 vCPU, 4000 MB RAM, 40 GB disk +1 '
-                              r'+600 s\n')
+                              r'+600 s +default +default\n')
