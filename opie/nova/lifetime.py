@@ -108,7 +108,6 @@ from oslo_utils import timeutils
 from nova.compute import instance_actions
 from nova.compute import vm_states
 from nova import context as nova_context
-from nova import exception
 from nova import objects
 
 from opie.core import explain
@@ -286,12 +285,7 @@ class Lifetime:
 
     # helpers ---------------------------------------------------------------
     def _read(self, context, uuid):
-        try:
-            return self.terminator.compute_api.get(
-                context, uuid,
-                expected_attrs=['flavor', 'metadata', 'system_metadata'])
-        except exception.InstanceNotFound:
-            return None
+        return notice.read(self.terminator.compute_api, context, uuid)
 
     @staticmethod
     def _preemption(instance, terms, actions):

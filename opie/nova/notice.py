@@ -337,12 +337,7 @@ class Notice:
             self.sleep(left)
 
     def _read(self, context, uuid):
-        try:
-            return self.terminator.compute_api.get(
-                context, uuid,
-                expected_attrs=['flavor', 'metadata', 'system_metadata'])
-        except exception.InstanceNotFound:
-            return None
+        return read(self.terminator.compute_api, context, uuid)
 
     def _judged(self, context, preemption, uuid):
         """The victim read now, and why it is no victim any more (None:
@@ -355,6 +350,17 @@ class Notice:
             instance, claim.held(placement, context, uuid), preemption,
             lambda: hoststate.over_capacity(placement, context,
                                             preemption.provider_uuid))
+
+
+def read(compute_api, context, uuid):
+    """Instance ``uuid`` with what a notice needs of it, or None if it is
+    gone."""
+    try:
+        return compute_api.get(
+            context, uuid,
+            expected_attrs=['flavor', 'metadata', 'system_metadata'])
+    except exception.InstanceNotFound:
+        return None
 
 
 def _given(each):

@@ -26,6 +26,7 @@ down then leaves it serving cold, as before, and warming later; a
 request served half-way through the warm-up decides as on a fresh read.
 """
 import contextlib
+import threading
 
 from oslo_db import exception as db_exc
 from sqlalchemy import engine as sqla_engine
@@ -113,11 +114,14 @@ class OddPreemptibleFlavor(cloud.OpieCloud):
 
 @contextlib.contextmanager
 def counting_cell_statements(counts):
-    """Add to ``counts[-1]`` each SQL statement run on a cell database
-    inside."""
+    """Add to ``counts[-1]`` each SQL statement this thread runs on a cell
+    database inside: not those of the computes' periodic tasks, which run
+    meanwhile when their time comes."""
+    owner = threading.get_ident()
+
     def statement(conn, *args):
-        if conn.engine not in (api_db.get_engine(),
-                               placement_db.get_placement_engine()):
+        if threading.get_ident() == owner and conn.engine not in (
+                api_db.get_engine(), placement_db.get_placement_engine()):
             counts[-1] += 1
     event.listen(sqla_engine.Engine, 'before_cursor_execute', statement)
     try:

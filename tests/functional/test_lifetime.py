@@ -32,38 +32,22 @@ from opie.nova import notice
 from opie.nova import notify
 from opie.testing import cloud
 from opie.testing import harness
+from tests.functional import test_notice
 
 LIFETIME = 3600
 NOTICE = 30
 OLD, YOUNG = 120, 30    # minutes since their creation
 
 
-class WatchedDriver(harness.PaperDriver):
-    """Notes what each guest looked like when the hypervisor acted."""
-    seen = []
-
-    def power_off(self, instance, timeout=0, retry_interval=0):
-        self.seen.append(('power_off', instance.uuid, dict(
-            timeout=timeout, metadata=dict(instance.metadata),
-            told=len(cloud.OpieCloud.notifications(notify.START)))))
-        return super().power_off(instance, timeout, retry_interval)
-
-    def destroy(self, context, instance, *args, **kwargs):
-        guest = self.instances.get(instance.uuid)
-        self.seen.append(('destroy', instance.uuid, dict(
-            state=guest and guest.state)))
-        return super().destroy(context, instance, *args, **kwargs)
-
-
 class LifetimeCloud(cloud.OpieCloud):
     HOSTS = ('host-A',)
-    DRIVER = WatchedDriver
+    DRIVER = test_notice.WatchedDriver
     # Casts to the compute return before it acts, as in a real cloud.
     CAST_AS_CALL = False
 
     def setUp(self):
         super().setUp()
-        WatchedDriver.seen = self.seen = []
+        test_notice.WatchedDriver.seen = self.seen = []
         self.ctxt = nova_context.get_admin_context()
         self.reconciler = self.scheduler.manager.reconciler
         self.aging = self.flavor('preemptible.aging', notice=NOTICE)
@@ -152,7 +136,7 @@ class Lifetime(LifetimeCloud):
         self._wait_until_deleted(old)
         self.assertEqual([old['id']], [v.uuid for v in done.victims])
         [destroyed] = self.events('destroy', old['id'])
-        self.assertEqual(power_state.SHUTDOWN, destroyed['state'])
+        self.assertEqual(power_state.SHUTDOWN, destroyed[old['id']])
         [end] = self.preempt_notifications()
         self.assertEqual(('lifetime', None, [old['id']]), (
             end['payload']['reason'], end['payload']['instance_uuid'],

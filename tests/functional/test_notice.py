@@ -85,6 +85,40 @@ class NoticeCloud(cloud.OpieCloud):
     def events(self, kind, uuid):
         return [seen for k, u, seen in self.seen if (k, u) == (kind, uuid)]
 
+    def during_the_notice(self, act):
+        """Run ``act()`` once, while the scheduler waits out a notice;
+        the list returned is empty once it ran."""
+        manager = self.scheduler.manager
+        real = manager.notice.sleep
+        pending = [act]
+
+        def sleep(seconds):
+            if pending:
+                pending.pop()()
+            real(seconds)
+        self.useFixture(fixtures.MockPatchObject(manager.notice, 'sleep',
+                                                 sleep))
+        return pending
+
+    def when_answered(self, uuid):
+        """The list of the VM state of ``uuid`` (None: gone) each time
+        the scheduler has answered a request that preempted."""
+        notice_phase = self.scheduler.manager.notice
+        real = notice_phase.preempt
+        found = []
+
+        def preempt(*args):
+            real(*args)
+            try:
+                server = self.admin_api.get_server(uuid)
+            except client.OpenStackApiNotFoundException:
+                found.append(None)
+            else:
+                found.append(server['OS-EXT-STS:vm_state'])
+        self.useFixture(fixtures.MockPatchObject(notice_phase, 'preempt',
+                                                 preempt))
+        return found
+
 
 class Notice(NoticeCloud):
 
@@ -137,40 +171,6 @@ class Notice(NoticeCloud):
             self.assertEqual([], self.events('power_off', uuid))
         self.assertEqual(['P-0', 'P-1', 'P-3', 'normal'], self.live_names())
         self.assert_within_capacity()
-
-    def during_the_notice(self, act):
-        """Run ``act()`` once, while the scheduler waits out a notice;
-        the list returned is empty once it ran."""
-        manager = self.scheduler.manager
-        real = manager.notice.sleep
-        pending = [act]
-
-        def sleep(seconds):
-            if pending:
-                pending.pop()()
-            real(seconds)
-        self.useFixture(fixtures.MockPatchObject(manager.notice, 'sleep',
-                                                 sleep))
-        return pending
-
-    def when_answered(self, uuid):
-        """The list of the VM state of ``uuid`` (None: gone) each time
-        the scheduler has answered a request that preempted."""
-        notice_phase = self.scheduler.manager.notice
-        real = notice_phase.preempt
-        found = []
-
-        def preempt(*args):
-            real(*args)
-            try:
-                server = self.admin_api.get_server(uuid)
-            except client.OpenStackApiNotFoundException:
-                found.append(None)
-            else:
-                found.append(server['OS-EXT-STS:vm_state'])
-        self.useFixture(fixtures.MockPatchObject(notice_phase, 'preempt',
-                                                 preempt))
-        return found
 
     def test_a_victim_its_owner_deletes_meanwhile_is_not_waited_for(self):
         pending = self.during_the_notice(

@@ -25,8 +25,6 @@ from oslo_utils import timeutils
 
 from opie.nova import notice
 from opie.nova import notify
-from opie.testing import cloud
-from opie.testing import harness
 from tests.functional import test_notice
 
 CONF = nova.conf.CONF
@@ -35,34 +33,26 @@ CONF = nova.conf.CONF
 FOREVER = ('2999-01-01T00:00:00Z', '9999-12-31T23:59:59Z')
 
 
-class _Cloud(cloud.OpieCloud):
-    """Host-A full of preemptibles promised notice (as test_notice)."""
-    HOSTS = test_notice.Notice.HOSTS
-    DRIVER = test_notice.WatchedDriver
-    CAST_AS_CALL = False
-
-    events = test_notice.Notice.events
-    during_the_notice = test_notice.Notice.during_the_notice
-    when_answered = test_notice.Notice.when_answered
+class _Cloud(test_notice.NoticeCloud):
+    """Host-A full of preemptibles promised notice (as test_notice), and
+    a reconciler that takes victims left running at once."""
 
     def setUp(self):
         super().setUp()
-        test_notice.WatchedDriver.seen = self.seen = []
-        vcpus, memory_mb, disk_gb = harness.SIZES['medium']
-        self.preemptible['medium'] = self._create_flavor(
-            name='preemptible.noticed', vcpu=vcpus, memory_mb=memory_mb,
-            disk=disk_gb, ephemeral=0, extra_spec=dict(
-                cloud.preemptible_specs(vcpus, memory_mb, disk_gb),
-                **{'opie:notice': str(test_notice.NOTICE)}))
-        # Host-A full: 4 x 2 vCPU; the cheapest victim is P-2, then P-3.
-        for i, minutes in enumerate((110, 220, 65, 80)):
-            self.boot('medium', 'P-%d' % i, host='host-A', preemptible=True,
-                      minutes=minutes)
-        self.victim = self.server('P-2')['id']
         self.ctxt = nova_context.get_admin_context()
         self.reconciler = self.scheduler.manager.reconciler
         self.reconciler.claimed_grace *= 0
-        del self.seen[:]
+
+    def assert_off_before_the_build(self, pending, answered, server):
+        """The owner's act ran during the notice, and the victim was off
+        its host (stopped or gone) when the scheduler answered and when
+        ``server`` spawned in its room, and gone in the end."""
+        self.assertEqual([], pending)
+        self.assertIn(answered, (['stopped'], [None]))
+        [spawned] = self.events('spawn', server['id'])
+        self.assertNotEqual(power_state.RUNNING, spawned.get(self.victim))
+        self.assertNotIn('P-2', self.live_names())
+        self.assert_within_capacity()
 
     def give_notice(self, uuid, at):
         """As the scheduler does: ``opie:preempt_at`` written as admin,
@@ -168,12 +158,7 @@ class NoticeAttacks(_Cloud):
         server = self.boot('medium', 'normal')
         self.wait_for_terminations()
 
-        self.assertEqual([], pending)
-        self.assertIn(answered, (['stopped'], [None]))
-        [spawned] = self.events('spawn', server['id'])
-        self.assertNotEqual(power_state.RUNNING, spawned.get(self.victim))
-        self.assertNotIn('P-2', self.live_names())
-        self.assert_within_capacity()
+        self.assert_off_before_the_build(pending, answered, server)
 
     def test_an_owner_rebuilding_its_victim_during_the_notice(self):
         # Rebuilt by its time (stopped cleanly then), or still busy with it
@@ -186,12 +171,7 @@ class NoticeAttacks(_Cloud):
         server = self.boot('medium', 'normal')
         self.wait_for_terminations()
 
-        self.assertEqual([], pending)
-        self.assertIn(answered, (['stopped'], [None]))
-        [spawned] = self.events('spawn', server['id'])
-        self.assertNotEqual(power_state.RUNNING, spawned.get(self.victim))
-        self.assertNotIn('P-2', self.live_names())
-        self.assert_within_capacity()
+        self.assert_off_before_the_build(pending, answered, server)
 
     def test_an_owner_shelving_its_victim_during_the_notice(self):
         def shelve():
