@@ -81,12 +81,10 @@ import nova.conf
 from nova import context as nova_context
 from nova import exception
 from nova import objects
-from nova.scheduler.client import report
 
 from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import flavor_check
-from opie.nova import hoststate
 from opie.nova import metrics
 from opie.nova import notify
 from opie.nova import terminate
@@ -345,11 +343,7 @@ class Notice:
         instance = self._read(context, uuid)
         if instance is None:
             return None, None
-        placement = report.report_client_singleton()
-        return instance, terminate.spared(
-            instance, claim.held(placement, context, uuid), preemption,
-            lambda: hoststate.over_capacity(placement, context,
-                                            preemption.provider_uuid))
+        return instance, terminate.judged(context, instance, preemption)
 
 
 def read(compute_api, context, uuid):

@@ -263,14 +263,8 @@ class Terminator:
         # Right before acting: what the database and Placement say now.
         instance = self.compute_api.get(context, uuid,
                                         expected_attrs=['flavor'])
-        if judge is not None:
-            why = judge(instance)
-        else:
-            placement = report.report_client_singleton()
-            why = spared(instance, claim.held(placement, context, uuid),
-                         preemption, lambda: hoststate.over_capacity(
-                             placement, context, preemption.provider_uuid),
-                         left)
+        why = (judge(instance) if judge is not None
+               else judged(context, instance, preemption, left))
         if why is None:
             self._act(context, mapping.cell_mapping, instance, shelving,
                       details)
@@ -407,6 +401,15 @@ def _v2_catalog(catalog):
             {k: service[k] for k in ('type', 'name') if k in service},
             endpoints=list(regions.values())))
     return services
+
+
+def judged(context, instance, preemption, left=False):
+    """:func:`spared` of ``instance``, read again just now, with what
+    Placement holds for it and its host now."""
+    placement = report.report_client_singleton()
+    return spared(instance, claim.held(placement, context, instance.uuid),
+                  preemption, lambda: hoststate.over_capacity(
+                      placement, context, preemption.provider_uuid), left)
 
 
 def spared(instance, held, preemption, over_capacity, left=False):
