@@ -19,6 +19,7 @@ counts it: ``(total - reserved) * allocation_ratio`` in each dimension.
 """
 import dataclasses
 import datetime
+import functools
 
 from opie.core import resources as res
 
@@ -127,17 +128,18 @@ class Host:
         return cls(name, capacity, normal,
                    tuple(i for i in instances if i.preemptible))
 
-    @property
+    # Cached: a host is frozen, and a request asks each several times.
+    @functools.cached_property
     def full_used(self):
         return self.normal_used + res.total(
             i.resources for i in self.preemptibles)
 
-    @property
+    @functools.cached_property
     def free_full(self):
         """h_f free room: capacity less every instance."""
         return self.capacity - self.full_used
 
-    @property
+    @functools.cached_property
     def free_normal(self):
         """h_n free room: capacity less normal instances only."""
         return self.capacity - self.normal_used

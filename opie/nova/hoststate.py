@@ -124,6 +124,21 @@ def any_fits(summaries, amounts):
     return False
 
 
+def first_candidates(found, limit):
+    """Nova's ``(allocation requests, provider summaries, version)`` cut
+    as Placement cuts an answer at ``limit``: the first requests (a random
+    sample when Placement randomises: so is any part of one), and the
+    summaries of the provider trees they use."""
+    requests, summaries, version = found
+    requests = requests[:limit]
+    roots = {summaries[rp].get('root_provider_uuid', rp)
+             for request in requests for rp in request['allocations']
+             if rp in summaries}
+    return requests, {rp: summary for rp, summary in summaries.items()
+                      if summary.get('root_provider_uuid', rp) in roots}, \
+        version
+
+
 def fit_probe(resources):
     """A copy of Nova's ResourceRequest ``resources`` asking for the
     request's h_f need (standard and preemptible amounts summed) in both
@@ -349,22 +364,25 @@ class InstanceLoader:
             else:
                 found = self.cache.preemptibles(
                     self._read, cell_uuid, nodes, nodes if fresh else ())
-                if not fresh:
-                    self._read_unseen(cell_uuid, cell_records, nodes, found)
+            taken = {node: res.total(i.resources for i in found[node])
+                     for node in nodes}
+            if self.cache is not None and not fresh:
+                self._read_unseen(cell_uuid, cell_records, nodes, found,
+                                  taken)
             for record, node in zip(cell_records, nodes):
                 # What Placement still counts for an ineligible one (being
                 # deleted, say) stays in h_f through HostRecord.core_host.
                 record.preemptibles = [i for i in found[node]
                                        if every or i.eligible]
-                listed.append((record, res.total(i.resources
-                                                 for i in found[node])))
+                listed.append((record, taken[node]))
         return listed
 
-    def _read_unseen(self, cell_uuid, records, nodes, found):
+    def _read_unseen(self, cell_uuid, records, nodes, found, taken):
         """Placement's usage is exact: where it counts more preemptible
         usage than the kept instances take, beyond what the node's last
         full read left unexplained, one arrived unseen (saved by a clock
-        far behind, say): read such nodes in full (into ``found``).
+        far behind, say): read such nodes in full (into ``found``, and
+        what their instances take into ``taken``).
 
         What a full read leaves unexplained stays so legitimately (the
         source of a preemptible's resize left unconfirmed, held by its
@@ -373,8 +391,7 @@ class InstanceLoader:
         again on every request, and forgotten as it shrinks."""
         unseen = []
         for record, node in zip(records, nodes):
-            excess = res.total(i.resources for i in found[node]).shortfall(
-                record.preemptible_used)
+            excess = taken[node].shortfall(record.preemptible_used)
             known = self.cache.unexplained(cell_uuid, node)
             if not known.covers(excess):
                 unseen.append((record, node))
@@ -386,9 +403,9 @@ class InstanceLoader:
             self._read, cell_uuid, [n for _, n in unseen],
             [n for _, n in unseen]))
         for record, node in unseen:
-            self.cache.explain(cell_uuid, node, res.total(
-                i.resources for i in found[node]).shortfall(
-                    record.preemptible_used))
+            taken[node] = res.total(i.resources for i in found[node])
+            self.cache.explain(cell_uuid, node, taken[node].shortfall(
+                record.preemptible_used))
 
     def _drop_claimed(self, record, listed):
         # Only instances holding nothing (claimed victims, and rows the

@@ -363,6 +363,12 @@ class Remaining:
         self._ledger = set()  # projects whose ledger holds a budget
         self._listed = None   # projects with a ledger, once listed
 
+    @property
+    def unlimited(self):
+        """Is it known that no project has a budget (no default, and no
+        ledger when they were listed)? Then nothing needs asking."""
+        return self._default is None and self._listed == set()
+
     def of(self, projects):
         """``{project: vCPU-minutes left}`` of those of ``projects`` that
         have a budget (reading those not known yet)."""

@@ -61,7 +61,10 @@ host would lose. Then, phase by phase:
   its ``NoValidHost`` says why.
 
 Placement's answer may be cut at ``[scheduler] max_placement_results``.
-When none of the hosts it returned fits h_f, one probe of the same limit
+OPIE asks for one candidate more than that limit: an answer no longer
+than the limit was not cut, whatever the cloud's size, and needs nothing
+more. A longer one is cut to the limit as Placement would have cut it.
+When none of the hosts it kept fits h_f, one probe of the same limit
 asks for the request in the standard and the preemptible classes at once:
 every host with free room is among its answers. When it returns none that
 fits, and fewer than the limit, no host is free: the cut answer stands (a
@@ -348,20 +351,33 @@ class ClaimingClient:
         return getattr(self._client, name)
 
     def get_allocation_candidates(self, context, resources):
-        found = self._client.get_allocation_candidates(context, resources)
         limit = resources._limit
+        if limit is None:
+            return self._client.get_allocation_candidates(context, resources)
+        # One more than Nova's limit tells whether Placement cut its
+        # answer; cut to the limit, it is the answer Nova would have had.
+        resources._limit = limit + 1
+        try:
+            found = self._client.get_allocation_candidates(context,
+                                                           resources)
+        finally:
+            resources._limit = limit
         # Nova's client answers (None, None, None) when Placement failed.
-        if (found is None or found[0] is None or limit is None
-                or len(found[0]) < limit
-                or hoststate.any_fits(found[1],
-                                      resources.merged_resources())
+        if found is None or found[0] is None or len(found[0]) <= limit:
+            return found
+        found = hoststate.first_candidates(found, limit)
+        if (hoststate.any_fits(found[1], resources.merged_resources())
                 or not self._maybe_free_elsewhere(context, resources)):
             return found
-        LOG.info('OPIE: Placement returned %d candidates, the limit, and '
-                 'none fits with every instance counted; asking for all',
-                 limit)
+        LOG.info('OPIE: Placement returned more than %d candidates, the '
+                 'limit, and none of the first fits with every instance '
+                 'counted; asking for all', limit)
         resources._limit = None
-        return self._client.get_allocation_candidates(context, resources)
+        try:
+            return self._client.get_allocation_candidates(context,
+                                                          resources)
+        finally:
+            resources._limit = limit
 
     def _maybe_free_elsewhere(self, context, resources):
         """Could a host Placement's cut answer left out have free room

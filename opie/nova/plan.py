@@ -224,7 +224,8 @@ class Plan:
         """The core's Budgets of the projects that own ``host``'s
         preemptibles, read only where victims are needed: a host the
         request fits costs no budget read."""
-        if (self.remaining is None or self.request.preemptible
+        if (self.remaining is None or self.remaining.unlimited
+                or self.request.preemptible
                 or host.free_full.covers(self.request.resources)):
             return None
         left = self.remaining.of({i.project_id for i in host.preemptibles})

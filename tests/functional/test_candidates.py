@@ -73,9 +73,11 @@ class TruncatedCandidates(cloud.OpieCloud):
             if limit is None or found is None:
                 return found
             requests, summaries, version = found
-            return ([r for r in requests if full in r['allocations']][:limit],
-                    {rp: s for rp, s in summaries.items() if rp == full},
-                    version)
+            kept = sorted(requests,
+                          key=lambda r: full not in r['allocations'])[:limit]
+            held = {rp for r in kept for rp in r['allocations']}
+            return (kept, {rp: s for rp, s in summaries.items()
+                           if rp in held}, version)
         self.stub_out('nova.scheduler.client.report.SchedulerReportClient.'
                       'get_allocation_candidates', get_allocation_candidates)
 
@@ -111,8 +113,9 @@ class SaturatedCut(cloud.OpieCloud):
                           preemptible=True, minutes=minutes)
 
     def cut_before(self, hidden):
-        """Placement's cut answer leaves ``hidden`` out (its own order
-        may not); the probe and the full query are Placement's own."""
+        """Placement's order puts ``hidden`` last (its own order may
+        not), so a cut answer leaves it out; the probe and the full query
+        are Placement's own."""
         real = report.SchedulerReportClient.get_allocation_candidates
         hidden = self._get_provider_uuid_by_host(hidden)
 
@@ -129,8 +132,8 @@ class SaturatedCut(cloud.OpieCloud):
             if found is None:
                 return found
             requests, summaries, version = found
-            kept = [r for r in requests
-                    if hidden not in r['allocations']][:limit]
+            kept = sorted(requests,
+                          key=lambda r: hidden in r['allocations'])[:limit]
             held = {rp for r in kept for rp in r['allocations']}
             return (kept, {rp: s for rp, s in summaries.items()
                            if rp in held}, version)
@@ -144,11 +147,26 @@ class SaturatedCut(cloud.OpieCloud):
         self.assertEqual('ACTIVE', server['status'])
         self.wait_for_terminations()
         self.assertEqual(1, len(self.victim_uuids()))
-        self.assertEqual([1, 1], [q[0] for q in queries])
+        # One candidate more than the limit shows the answer was cut; the
+        # probe has the limit.
+        self.assertEqual([2, 1], [q[0] for q in queries])
         # The probe asks for the request in both kinds of class.
         self.assertIn('CUSTOM_PREEMPTIBLE_VCPU:2', queries[1][1])
         self.assertIn('VCPU:2', queries[1][1].replace(
             'CUSTOM_PREEMPTIBLE_VCPU', ''))
+        self.assert_within_capacity()
+
+    def test_an_answer_within_the_limit_costs_no_probe(self):
+        # Two hosts, a limit of two: Placement's answer was not cut, and
+        # nothing proves that but asking for one more.
+        self.flags(max_placement_results=2, group='scheduler')
+        queries = record_candidate_queries(self)
+        server = self.boot('medium', 'normal')
+
+        self.assertEqual('ACTIVE', server['status'])
+        self.wait_for_terminations()
+        self.assertEqual(1, len(self.victim_uuids()))
+        self.assertEqual([3], [q[0] for q in queries])
         self.assert_within_capacity()
 
     def test_a_free_host_beyond_the_cut_is_found(self):

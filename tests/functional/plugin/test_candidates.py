@@ -35,3 +35,48 @@ def test_a_placement_failure_is_passed_on_as_nova_gives_it():
     assert found == (None, None, None)
     nova_client.get_allocation_candidates.assert_called_once_with(
         'context', resources)
+
+
+def _answer(*hosts):
+    """Placement's answer naming ``hosts``: each a compute node with a
+    child provider in one request (a tree, as with a vGPU)."""
+    requests = [{'allocations': {h: {}, h + '-child': {}}} for h in hosts]
+    summaries = {}
+    free = {rc: {'capacity': 8, 'used': 0}
+            for rc in ('VCPU', 'MEMORY_MB', 'DISK_GB')}
+    for h in hosts:
+        summaries[h] = {'root_provider_uuid': h, 'resources': free}
+        summaries[h + '-child'] = {'root_provider_uuid': h,
+                                   'resources': {}}
+    return requests, summaries, '1.39'
+
+
+def test_an_answer_within_the_limit_is_not_asked_again():
+    nova_client, client = _client(_answer('a', 'b'))
+    resources = mock.Mock(_limit=2)
+    limits = []
+    nova_client.get_allocation_candidates.side_effect = (
+        lambda context, r: limits.append(r._limit) or _answer('a', 'b'))
+
+    found = client.get_allocation_candidates('context', resources)
+
+    assert found == _answer('a', 'b')
+    assert limits == [3]
+    assert resources._limit == 2
+
+
+def test_a_longer_answer_is_cut_as_placement_cuts():
+    nova_client, client = _client(None)
+    nova_client.get_allocation_candidates.return_value = _answer(
+        'a', 'b', 'c')
+    resources = mock.Mock(_limit=2)
+    # Host a has room, so nothing more is asked.
+    resources.merged_resources.return_value = {'VCPU': 1}
+
+    found = client.get_allocation_candidates('context', resources)
+
+    requests, summaries, _ = found
+    assert requests == _answer('a', 'b')[0]
+    assert summaries == _answer('a', 'b')[1]
+    assert nova_client.get_allocation_candidates.call_count == 1
+    assert resources._limit == 2
