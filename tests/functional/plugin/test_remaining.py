@@ -15,6 +15,10 @@ host (:attr:`opie.nova.ledger.Remaining.unlimited`), and learns otherwise
 as soon as anything says a ledger may exist."""
 from unittest import mock
 
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
 from opie.nova import ledger
 
 
@@ -53,3 +57,66 @@ def test_a_refused_write_makes_it_ask_again():
         mock.Mock(status_code=200, json=lambda: {'usages': {
             ledger.RESOURCE_CLASS: 20}})]
     assert remaining.of({'p1'}) == {'p1': 40}
+
+
+# The shortcut is safe: whatever a request did, while ``unlimited`` holds
+# the lookup it skips would have found no budget and asked nothing.
+PROJECTS = ('', 'p1', 'p2', 'p3')
+
+
+class Ledgers:
+    """Placement holding ledgers of ``budgets`` (project -> vCPU-minutes,
+    None: a ledger without a budget), changed by others at any time."""
+
+    def __init__(self):
+        self.budgets = {}
+        self.calls = 0
+
+    def get(self, url, **kwargs):
+        self.calls += 1
+        if url.startswith('/resource_providers?required='):
+            return mock.Mock(status_code=200, json=lambda: {
+                'resource_providers': [
+                    {'uuid': ledger.provider_uuid(p),
+                     'name': ledger.provider_name(p)}
+                    for p in self.budgets]})
+        project = {ledger.provider_uuid(p): p for p in self.budgets}.get(
+            url.split('/')[2])
+        if project is None:
+            return mock.Mock(status_code=404)
+        budget = self.budgets[project]
+        if url.endswith('/inventories'):
+            return mock.Mock(status_code=200, json=lambda: {
+                'inventories': {} if budget is None else {
+                    ledger.RESOURCE_CLASS: {'total': budget}}})
+        return mock.Mock(status_code=200, json=lambda: {'usages': {}})
+
+
+steps = st.lists(st.one_of(
+    st.tuples(st.just('of'), st.sets(st.sampled_from(PROJECTS))),
+    st.tuples(st.just('forget'), st.sets(st.sampled_from(PROJECTS[1:]))),
+    st.tuples(st.just('ledger'), st.sampled_from(PROJECTS[1:]),
+              st.sampled_from([None, 0, 60])),
+    st.tuples(st.just('unset'), st.sampled_from(PROJECTS[1:]))),
+    max_size=12)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(steps)
+def test_unlimited_only_where_no_budget_would_be_found(steps):
+    placement = Ledgers()
+    remaining = ledger.Remaining(placement, mock.Mock(global_id='g'), None)
+    for step in steps:
+        if step[0] == 'of':
+            remaining.of(step[1])
+        elif step[0] == 'forget':
+            # Only a request's charges are forgotten: they were read.
+            remaining.forget(step[1] & set(remaining._left))
+        elif step[0] == 'ledger':
+            placement.budgets[step[1]] = step[2]
+        else:
+            placement.budgets.pop(step[1], None)
+        if remaining.unlimited:
+            calls = placement.calls
+            assert remaining.of(set(PROJECTS)) == {}
+            assert placement.calls == calls
