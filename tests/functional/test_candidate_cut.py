@@ -41,14 +41,15 @@ QUERIES = ('VCPU:1,MEMORY_MB:64',
 class Placement(fixtures.Fixture):
     """A Placement holding the forest of the module docstring."""
 
-    def __init__(self, randomize=False):
+    def __init__(self, randomize=False, cap=-1):
         self.randomize = randomize
+        self.cap = cap
 
     def _setUp(self):
         fixture = self.useFixture(placement_fx.PlacementFixture())
         fixture.conf_fixture.config(
             randomize_allocation_candidates=self.randomize,
-            group='placement')
+            max_allocation_candidates=self.cap, group='placement')
         self.endpoint = fixture.endpoint
         disk = self._provider('disk')
         self._inventory(disk, DISK_GB=1000)
@@ -146,3 +147,17 @@ def test_a_randomised_cut_is_one_placement_could_make():
                          for r in kept for rp in r['allocations']}
                 assert held == {rp: s for rp, s in summaries.items()
                                 if s['root_provider_uuid'] in roots}
+
+
+def test_placements_own_cap_cuts_below_any_limit():
+    # [placement] max_allocation_candidates cuts the answer before the
+    # limit applies, and without a limit too: an answer within Nova's
+    # limit may have been cut, and asking again without the limit finds
+    # no more. opie-manage audit names it (audit_conf._candidate_cap).
+    with Placement(cap=2) as placement:
+        for query in QUERIES:
+            found = placement.candidates(query, 1000 + 1)
+            assert len(found[0]) == 2
+            assert placement.candidates(query)[0] == found[0]
+    with Placement() as placement:
+        assert len(placement.candidates(QUERIES[0])[0]) > 2
