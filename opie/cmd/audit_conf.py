@@ -52,7 +52,8 @@ def check(conf, roles, now):
     found = []
     if SCHEDULER in roles:
         for scheduler_check in (_filter, _weighers, _multipliers,
-                                _subset_size, _candidate_limit):
+                                _subset_size, _candidate_limit,
+                                _candidate_cap):
             found += scheduler_check(conf)
         settings, problems_found = _opie_group(conf)
         found += problems_found + _opie_lines(conf)
@@ -167,6 +168,23 @@ def _candidate_limit(conf):
         % (limit, limit),
         'set randomize_allocation_candidates = true in placement.conf '
         '(give it with --config-file to check), or remove the limit')]
+
+
+def _candidate_cap(conf):
+    """Placement's own cap on the candidates it makes for a request
+    (placement.conf holds that option): it cuts every answer, asked with
+    a limit or without, so neither an answer within Nova's limit nor
+    OPIE's query without the limit shows every host."""
+    cap = conf.placement.max_allocation_candidates
+    if cap < 0:
+        return []
+    return [problems.Problem(
+        'placement.conf [placement] max_allocation_candidates',
+        'is %d: Placement makes at most %d candidates for a request, with '
+        'or without a limit, so OPIE may see none of the hosts with free '
+        'room and preempt while one is free' % (cap, cap),
+        'set it to -1 (the default), or above the number of candidates '
+        'all compute nodes give one request, then restart placement')]
 
 
 def _opie_group(conf):

@@ -102,7 +102,8 @@ OPTS = {None: DEFAULT_OPTS, 'filter_scheduler': FILTER_SCHEDULER_OPTS,
         'libvirt': LIBVIRT_OPTS}
 # Not Nova's: placement.conf's, when the audit is given that file too.
 PLACEMENT_OPTS = {'placement': [
-    cfg.BoolOpt('randomize_allocation_candidates', default=False)]}
+    cfg.BoolOpt('randomize_allocation_candidates', default=False),
+    cfg.IntOpt('max_allocation_candidates', default=-1)]}
 
 # Nova's own service user (its auth_type alone tells whether it is set):
 # shelve mode uses it when set, else the [opie] auth options.

@@ -234,6 +234,20 @@ def test_randomised_candidates_lift_the_limit_warning(host, tmp_path):
     assert audit_conf.check(conf, BOTH, _now()) == []
 
 
+def test_placements_candidate_cap_is_named(host, tmp_path):
+    placement_conf = tmp_path / 'placement.conf'
+    placement_conf.write_text(
+        '[placement]\nmax_allocation_candidates = 100\n')
+
+    conf = nova_conf.load([str(host.conf_path), str(placement_conf)])
+
+    found = audit_conf.check(conf, BOTH, _now())
+    assert [p.subject for p in found] == [
+        'placement.conf [placement] max_allocation_candidates']
+    assert found[0].message.startswith('is 100: Placement makes at most '
+                                       '100 candidates for a request')
+
+
 @pytest.mark.parametrize('token, message', [
     (None, 'gives no inventory of CUSTOM_OPIE_HOST (one unit, the host '
      'token), so opie-scheduler places no server on this compute'),
