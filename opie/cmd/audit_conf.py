@@ -163,8 +163,9 @@ def _candidate_limit(conf):
         _option('scheduler', 'max_placement_results'),
         'is %d while [placement] randomize_allocation_candidates is not '
         'true: Placement returns the same first %d hosts to every request '
-        'and may leave out free ones (OPIE then asks again without the '
-        'limit, a second query, whenever none it got fits)'
+        'and may leave out free ones (when it cut its answer and none it '
+        'returned fits, OPIE probes for room elsewhere and may ask again '
+        'without the limit)'
         % (limit, limit),
         'set randomize_allocation_candidates = true in placement.conf '
         '(give it with --config-file to check), or remove the limit')]

@@ -64,10 +64,11 @@ Placement's answer may be cut at ``[scheduler] max_placement_results``.
 OPIE asks for one candidate more than that limit: an answer no longer
 than the limit was not cut, whatever the cloud's size, and needs nothing
 more. A longer one is cut to the limit as Placement would have cut it.
-When none of the hosts it kept fits h_f, one probe of the same limit
-asks for the request in the standard and the preemptible classes at once:
-every host with free room is among its answers. When it returns none that
-fits, and fewer than the limit, no host is free: the cut answer stands (a
+When none of the hosts it kept fits h_f, one probe (of one more than the
+limit too) asks for the request in the standard and the preemptible
+classes at once: every host with free room is among its answers. When it
+returns none that fits, and no more than the limit, no host is free: the
+cut answer stands (a
 sample, as Nova ranks a sample) and victims are chosen among it. Otherwise
 the candidates are fetched again without the limit. So no host is
 preempted (or no preemptible request refused) while a host Placement did
@@ -388,14 +389,17 @@ class ClaimingClient:
         for the request in both kinds of class at once. None of those:
         no host is free, and the cut answer stands, Placement's sample of
         hosts, as Nova's weighers rank a sample; OPIE ranks victims among
-        it. Some that fit, or a probe cut at the limit too: maybe."""
+        it. Some that fit, or a probe cut too (it asks for one more than
+        the limit to tell): maybe."""
         probe = hoststate.fit_probe(resources)
         if probe is None:
             return True
+        # One more than the limit again: an answer within it is whole.
+        probe._limit = resources._limit + 1
         found = self._client.get_allocation_candidates(context, probe)
         if found is None or found[0] is None:
             return True
-        return (len(found[0]) >= probe._limit
+        return (len(found[0]) > resources._limit
                 or hoststate.any_fits(found[1],
                                       resources.merged_resources()))
 

@@ -80,3 +80,36 @@ def test_a_longer_answer_is_cut_as_placement_cuts():
     assert summaries == _answer('a', 'b')[1]
     assert nova_client.get_allocation_candidates.call_count == 1
     assert resources._limit == 2
+
+
+def _full(*hosts):
+    """Placement's answer naming ``hosts``, each with no room left in h_f
+    (the standard and preemptible classes together)."""
+    requests, summaries, version = _answer(*hosts)
+    full = {rc: {'capacity': 8, 'used': 4} for rc in (
+        'VCPU', 'MEMORY_MB', 'DISK_GB', 'CUSTOM_PREEMPTIBLE_VCPU',
+        'CUSTOM_PREEMPTIBLE_MEMORY_MB', 'CUSTOM_PREEMPTIBLE_DISK_GB')}
+    return requests, {rp: dict(s, resources=full)
+                      for rp, s in summaries.items()}, version
+
+
+def test_a_probe_within_the_limit_proves_no_host_free():
+    nova_client, client = _client(None)
+    limits = []
+    answers = {3: _full('a', 'b', 'c'), 'probe': _full('d', 'e')}
+
+    def candidates(context, resources):
+        limits.append(resources._limit)
+        return answers['probe' if resources is probe else 3]
+    nova_client.get_allocation_candidates.side_effect = candidates
+    resources = mock.Mock(_limit=2)
+    resources.merged_resources.return_value = {'VCPU': 1}
+    probe = mock.Mock(_limit=2)
+
+    with mock.patch('opie.nova.hoststate.fit_probe', return_value=probe):
+        found = client.get_allocation_candidates('context', resources)
+
+    # The probe's two hosts, as many as the limit, are all there is: none
+    # is free, so the cut answer stands and nothing is asked again.
+    assert limits == [3, 3]
+    assert found[0] == _full('a', 'b')[0]
