@@ -91,6 +91,7 @@ reconciler's lease (:mod:`.lease`).
 import contextvars
 import copy
 import functools
+import gc
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
@@ -291,6 +292,10 @@ class OpieSchedulerManager(manager.SchedulerManager):
     def pre_start_hook(self, service_ref):
         super().pre_start_hook(service_ref)
         self._opie_warm_up(None)
+        # The warm-up leaves tens of thousands of young objects (rows
+        # read, the cache built): collected in full now, before the worker
+        # serves, not in its first requests (0.5 s at 1000 nodes).
+        gc.collect()
 
     # periodic tasks ------------------------------------------------------
     @periodic_task.periodic_task(

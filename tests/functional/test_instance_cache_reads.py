@@ -26,6 +26,7 @@ down then leaves it serving cold, as before, and warming later; a
 request served half-way through the warm-up decides as on a fresh read.
 """
 import contextlib
+import gc
 import threading
 
 from oslo_db import exception as db_exc
@@ -175,6 +176,27 @@ class WarmStart(cloud.OpieCloud):
         self.assertEqual(4, len(self.victim_uuids()))
         self.assertEqual([[]] * 4, full_reads)
         self.assertEqual([self.counts[-1]] * 4, self.counts)
+
+    def test_the_warm_up_leaves_its_garbage_collected(self):
+        # What the warm-up left young is collected before the worker
+        # serves: its first requests pay no full collection of it.
+        events = []
+        real = instance_cache.InstanceCache.preemptibles
+
+        def preemptibles(cache, *args, **kwargs):
+            events.append('read')
+            return real(cache, *args, **kwargs)
+        self.stub_out('opie.nova.instance_cache.InstanceCache.preemptibles',
+                      preemptibles)
+
+        def collected(phase, info):
+            if phase == 'stop' and info['generation'] == 2:
+                events.append('full collection')
+        gc.callbacks.append(collected)
+        self.addCleanup(gc.callbacks.remove, collected)
+        self.worker.pre_start_hook(None)
+        self.assertIn('read', events)
+        self.assertEqual('full collection', events[-1])
 
     def spy_full_reads(self, failures=()):
         """Hosts of each full read the worker makes, from now; the first
