@@ -120,6 +120,8 @@ NODE = res.Resources(32, 65536, 2000)
 # Preemptibles per node: (flavor, count), every vCPU taken.
 FILL = (('small', 12), ('medium', 6), ('large', 2))
 HOURS = 10
+# Nodes saturated between two collections of the building's garbage.
+SETTLE_NODES = 250
 CONF = nova.conf.CONF
 ARGS = argparse.Namespace(nodes=[10, 100, 1000], iterations=10, seed=1)
 
@@ -247,7 +249,9 @@ class ScaleCloud(cloud.OpieCloud):
         # 20 N instances (hours at 5000 nodes), and nothing reads them.
         with nova_context.target_cell(self.context, mapping) as cctxt, \
                 mock.patch('nova.objects.ec2._CACHE', _NO_CACHE):
-            for node_uuid in self.nodes:
+            for i, node_uuid in enumerate(self.nodes, 1):
+                if not i % SETTLE_NODES:
+                    _settle()
                 node = objects.ComputeNode.get_by_uuid(cctxt, node_uuid)
                 allocations = {}
                 for name, count in FILL:
@@ -447,8 +451,14 @@ def _building():
         yield
     finally:
         gc.enable()
-        gc.collect()
-        gc.freeze()
+        _settle()
+
+
+def _settle():
+    """The cloud's garbage so far collected, the rest frozen: without it
+    the saturation of 5000 nodes held 16 GB."""
+    gc.collect()
+    gc.freeze()
 
 
 RESULTS = {}
