@@ -133,12 +133,10 @@ def _pool(candidates, costs, now, budgets):
         if not (instance.preemptible and instance.eligible):
             continue
         name = label(instance)
-        if not cost >= 0:
-            # NaN is not >= 0 either.
+        if cost < 0 or math.isnan(cost):
             raise ValueError('preemption cost of %s is %r: costs must be '
                              'numbers >= 0' % (name, cost))
-        if (instance.minimum_uptime > 0 and now is not None
-                and instance.protected(now)):
+        if instance.protected(now) if now is not None else False:
             continue
         charge = 0
         if budgets is not None:

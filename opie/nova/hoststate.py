@@ -134,9 +134,9 @@ def first_candidates(found, limit):
     roots = {summaries[rp].get('root_provider_uuid', rp)
              for request in requests for rp in request['allocations']
              if rp in summaries}
-    return requests, {rp: summary for rp, summary in summaries.items()
-                      if summary.get('root_provider_uuid', rp) in roots}, \
-        version
+    kept = {rp: summary for rp, summary in summaries.items()
+            if summary.get('root_provider_uuid', rp) in roots}
+    return requests, kept, version
 
 
 def fit_probe(resources):

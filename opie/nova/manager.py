@@ -88,6 +88,7 @@ Two periodic tasks: the heartbeat (:mod:`.heartbeat`) and the reconciler
 (:mod:`.reconciler`), run by whichever scheduler process holds the
 reconciler's lease (:mod:`.lease`).
 """
+import contextlib
 import contextvars
 import copy
 import functools
@@ -362,12 +363,9 @@ class ClaimingClient:
             return self._client.get_allocation_candidates(context, resources)
         # One more than Nova's limit tells whether Placement cut its
         # answer; cut to the limit, it is the answer Nova would have had.
-        resources._limit = limit + 1
-        try:
+        with _limited(resources, limit + 1):
             found = self._client.get_allocation_candidates(context,
                                                            resources)
-        finally:
-            resources._limit = limit
         # Nova's client answers (None, None, None) when Placement failed.
         if found is None or found[0] is None or len(found[0]) <= limit:
             return found
@@ -378,12 +376,9 @@ class ClaimingClient:
         LOG.info('OPIE: Placement returned more than %d candidates, the '
                  'limit, and none of the first fits with every instance '
                  'counted; asking for all', limit)
-        resources._limit = None
-        try:
+        with _limited(resources, None):
             return self._client.get_allocation_candidates(context,
                                                           resources)
-        finally:
-            resources._limit = limit
 
     def _maybe_free_elsewhere(self, context, resources):
         """Could a host Placement's cut answer left out have free room
@@ -510,6 +505,17 @@ class ClaimingClient:
                 return None
             claims.append(claimed)
         return claims
+
+
+@contextlib.contextmanager
+def _limited(resources, limit):
+    """Nova's ResourceRequest ``resources`` asked for with ``limit``
+    candidates (None: all) for a while; Nova's own limit after."""
+    nova_limit, resources._limit = resources._limit, limit
+    try:
+        yield
+    finally:
+        resources._limit = nova_limit
 
 
 def _join(nova_reason, opie_reason, claims, lost):
