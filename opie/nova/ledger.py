@@ -280,17 +280,39 @@ def _put_inventory(client, context, base, minutes, replace):
         current['resource_provider_generation']}) != 409
 
 
-def ledgers(client, context, explicit=None):
+class Traits:
+    """Whether the ledgers' traits exist, as a scheduler process last
+    found. Once they do, :func:`ledgers` lists by them at once: the
+    traits are written with the first ledger and deleted only by a
+    rollback, after which Placement refuses the listing (read as no
+    ledger) until a ledger writes them again."""
+
+    def __init__(self):
+        self.seen = False
+
+
+def ledgers(client, context, explicit=None, traits=None):
     """``{provider uuid: project id}`` of every ledger (only those set by
-    an operator if ``explicit``, only the default's if False)."""
+    an operator if ``explicit``, only the default's if False). Placement
+    refuses to list by a trait it does not know, so unless ``traits``
+    (:class:`Traits`) has seen them, it is asked first whether
+    :data:`TRAIT` exists: if not, no ledger was ever written (the first
+    writes the traits), and no listing is refused (each refusal would be
+    an error in Placement's log)."""
+    if not (traits and traits.seen):
+        if TRAIT not in get(client, context, '/traits?name=in:%s,%s'
+                            % (TRAIT, SET_TRAIT))['traits']:
+            return {}
+        if traits is not None:
+            traits.seen = True
     wanted = {None: TRAIT, True: SET_TRAIT,
               False: '%s,!%s' % (TRAIT, SET_TRAIT)}[explicit]
     url = '/resource_providers?required=%s' % wanted
     resp = client.get(url, version=VERSION,
                       global_request_id=_global_id(context))
     if resp.status_code == 400:
-        # Placement refuses a trait it does not know: no ledger was ever
-        # written (the first writes the traits).
+        # A trait it does not know: deleted since it was seen (a
+        # rollback), or the first ledger's write is half-way.
         return {}
     if resp.status_code != 200:
         raise LedgerError('GET %s: %s %s' % (url, resp.status_code,
@@ -353,12 +375,14 @@ class Remaining:
     charges; read again after a refused write (:meth:`forget`).
 
     :param default: the default budget in vCPU-minutes, or None
+    :param traits: the scheduler process's :class:`Traits`, or None
     """
 
-    def __init__(self, client, context, default):
+    def __init__(self, client, context, default, traits=None):
         self._client = client
         self._context = context
         self._default = default
+        self._traits = traits
         self._left = {}       # project -> vCPU-minutes left, or None
         self._ledger = set()  # projects whose ledger holds a budget
         self._listed = None   # projects with a ledger, once listed
@@ -374,7 +398,8 @@ class Remaining:
         have a budget (reading those not known yet)."""
         unknown = set(projects) - set(self._left)
         if unknown and self._listed is None:
-            self._listed = set(ledgers(self._client, self._context).values())
+            self._listed = set(ledgers(self._client, self._context,
+                                       traits=self._traits).values())
         for project in unknown:
             if not project:
                 # A row without its owner (none in Nova): never charged.

@@ -144,6 +144,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
         self.notice = notice.Notice(self.terminator)
         self.tokens = token.Generations()
         self.instances = instance_cache.InstanceCache()
+        self.ledger_traits = ledger.Traits()
         # Did the last warm-up fail? (Its failure is logged once.)
         self.cold = False
         super().__init__(*args, **kwargs)
@@ -187,7 +188,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
             operation=lambda: operations.operation(elevated, spec_obj),
             now=timeutils.utcnow(), generations=_GENERATIONS.get(),
             remaining=ledger.Remaining(self.placement_client, elevated,
-                                       self.settings.budget_minutes))
+                                       self.settings.budget_minutes,
+                                       self.ledger_traits))
         with plan_mod.activated(plan):
             try:
                 selections = super()._schedule(

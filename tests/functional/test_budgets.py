@@ -32,6 +32,7 @@ import json
 
 from nova import context as nova_context
 from nova import objects
+from nova.scheduler.client import report
 from oslo_utils import timeutils
 
 from opie.cmd import cloud as cmd_cloud
@@ -207,6 +208,63 @@ class BudgetStopsPreemption(Budgets):
         server = self.boot('medium', 'normal')
 
         self.assertEqual('host-B', server['OS-EXT-SRV-ATTR:host'])
+
+
+class LedgerListing(Budgets):
+    """A preempting request lists the ledgers once; on a cloud where no
+    budget was ever set, Placement answers it without an error (before,
+    it answered 400 for a trait it did not know, on every preempting
+    request, and logged it)."""
+
+    def setUp(self):
+        super().setUp()
+        test_preemption.fill_with_preemptibles(self)
+        self.answers = []
+        real = report.SchedulerReportClient.get
+
+        def get(client, url, *args, **kwargs):
+            resp = real(client, url, *args, **kwargs)
+            self.answers.append((url.split('?')[0], resp.status_code))
+            return resp
+        self.stub_out('nova.scheduler.client.report.SchedulerReportClient.'
+                      'get', get)
+
+    def ledger_reads(self):
+        return [answer for answer in self.answers
+                if answer[0] in ('/traits', '/resource_providers')]
+
+    def test_no_budget_draws_no_error_from_placement(self):
+        self.boot('medium', 'normal')
+        self.wait_for_terminations()
+
+        self.assertEqual(1, len(self.victim_uuids()))
+        self.assertEqual([], [a for a in self.answers if a[1] >= 400])
+        self.assertEqual([('/traits', 200)], self.ledger_reads())
+
+    def test_a_worker_that_saw_a_ledger_lists_at_once(self):
+        self.set_budget(100)
+        self.boot('medium', 'first')
+        self.wait_for_terminations()
+        self.boot('medium', 'second')
+        self.wait_for_terminations()
+
+        self.assertEqual([], [a for a in self.answers if a[1] >= 400])
+        self.assertEqual([('/traits', 200), ('/resource_providers', 200),
+                          ('/resource_providers', 200)],
+                         self.ledger_reads())
+
+    def test_ledgers_rolled_back_since_read_as_none(self):
+        # The worker saw the traits; a rollback deletes them since.
+        self.set_budget(100)
+        self.boot('medium', 'first')
+        self.wait_for_terminations()
+        rollback.remove(cmd_cloud.connect(None), [], rollback.Report(False))
+
+        server = self.boot('medium', 'second')
+
+        self.assertEqual('ACTIVE', server['status'])
+        self.assertEqual(('/resource_providers', 400),
+                         self.ledger_reads()[-1])
 
 
 class DefaultBudget(Budgets):

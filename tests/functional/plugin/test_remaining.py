@@ -22,12 +22,11 @@ from hypothesis import strategies as st
 from opie.nova import ledger
 
 
-def _remaining(default, status=400):
-    # 400: Placement knows no ledger trait, so no ledger was ever written.
+def _remaining(default):
+    # Placement knows no ledger trait: no ledger was ever written.
     client = mock.Mock()
-    client.get.return_value = mock.Mock(status_code=status,
-                                        json=lambda: {'resource_providers':
-                                                      []})
+    client.get.return_value = mock.Mock(status_code=200,
+                                        json=lambda: {'traits': []})
     return client, ledger.Remaining(client, mock.Mock(global_id='g'),
                                     default)
 
@@ -40,7 +39,7 @@ def test_unknown_until_the_ledgers_are_listed():
 
 
 def test_never_with_a_default_budget():
-    _, remaining = _remaining(600, status=200)
+    _, remaining = _remaining(600)
     assert remaining.of({'p1'}) == {'p1': 600}
     assert not remaining.unlimited
 
@@ -71,9 +70,14 @@ class Ledgers:
     def __init__(self):
         self.budgets = {}
         self.calls = 0
+        # The first ledger writes the traits; nothing deletes them here.
+        self.traits = []
 
     def get(self, url, **kwargs):
         self.calls += 1
+        if url.startswith('/traits?'):
+            return mock.Mock(status_code=200,
+                             json=lambda: {'traits': self.traits})
         if url.startswith('/resource_providers?required='):
             return mock.Mock(status_code=200, json=lambda: {
                 'resource_providers': [
@@ -105,7 +109,8 @@ steps = st.lists(st.one_of(
 @given(steps)
 def test_unlimited_only_where_no_budget_would_be_found(steps):
     placement = Ledgers()
-    remaining = ledger.Remaining(placement, mock.Mock(global_id='g'), None)
+    remaining = ledger.Remaining(placement, mock.Mock(global_id='g'), None,
+                                 ledger.Traits())
     for step in steps:
         if step[0] == 'of':
             remaining.of(step[1])
@@ -114,6 +119,7 @@ def test_unlimited_only_where_no_budget_would_be_found(steps):
             remaining.forget(step[1] & set(remaining._left))
         elif step[0] == 'ledger':
             placement.budgets[step[1]] = step[2]
+            placement.traits = [ledger.TRAIT, ledger.SET_TRAIT]
         else:
             placement.budgets.pop(step[1], None)
         if remaining.unlimited:
