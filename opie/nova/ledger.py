@@ -369,9 +369,10 @@ class Remaining:
     """What each project has left, as one scheduling request knows it.
 
     Read lazily, the first time the request may charge anyone: the list
-    of ledgers (one GET), then, once per project the request may charge
-    that has one, its inventory and usage (two GETs); a project without
-    one has the whole default. Kept up to date with the request's own
+    of ledgers (one GET, and one before it, whether their trait exists,
+    until the worker has seen it), then, once per project the request may
+    charge that has one, its inventory and usage (two GETs); a project
+    without one has the whole default. Kept up to date with the request's own
     charges; read again after a refused write (:meth:`forget`).
 
     :param default: the default budget in vCPU-minutes, or None
