@@ -266,6 +266,20 @@ class LedgerListing(Budgets):
         self.assertEqual(('/resource_providers', 400),
                          self.ledger_reads()[-1])
 
+    def test_a_worker_asks_first_again_after_a_rollback(self):
+        # Rolled back under a worker that saw the traits (--force): one
+        # refused listing, not one per request until it restarts.
+        self.set_budget(100)
+        self.boot('medium', 'first')
+        rollback.remove(cmd_cloud.connect(None), [], rollback.Report(False))
+        self.answers.clear()
+
+        self.boot('medium', 'second')
+        self.boot('medium', 'third')
+
+        self.assertEqual([('/resource_providers', 400), ('/traits', 200)],
+                         self.ledger_reads())
+
     def test_a_budget_set_again_after_a_rollback_binds_every_worker(self):
         # Worker A (the test's scheduler) saw the traits before the
         # rollback; worker B asked before any ledger, and saw none.

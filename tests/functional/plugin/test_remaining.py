@@ -175,6 +175,7 @@ def _fresh(placement, default, projects):
 def test_each_request_of_a_worker_finds_the_budgets(requests, default):
     placement = Ledgers()
     workers = [ledger.Traits(), ledger.Traits()]
+    rollbacks, refused = 0, [0, 0]
     for changed, worker, lookups in requests:
         for change in changed:
             if change[0] == 'ledger':
@@ -187,11 +188,17 @@ def test_each_request_of_a_worker_finds_the_budgets(requests, default):
                 placement.traits = sorted(set(placement.traits)
                                           | set(change[1]))
             else:
+                rollbacks += 1
                 placement.budgets.clear()
                 placement.traits = [t for t in placement.traits
                                     if t not in change[1]]
         remaining = ledger.Remaining(placement, mock.Mock(global_id='g'),
                                      default, workers[worker])
+        before = placement.refused
         for projects in lookups:
             assert remaining.of(projects) == _fresh(placement, default,
                                                     projects)
+        # A listing refused (an error in Placement's log) only for traits
+        # deleted since the worker saw them: once per deletion.
+        refused[worker] += placement.refused - before
+        assert refused[worker] <= rollbacks
