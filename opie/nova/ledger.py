@@ -284,8 +284,8 @@ class Traits:
     """Whether the ledgers' traits exist, as a scheduler process last
     found. Once they do, :func:`ledgers` lists by them at once: the
     traits are written with the first ledger and deleted only by a
-    rollback, after which Placement refuses the listing (read as no
-    ledger) until a ledger writes them again."""
+    rollback, after which Placement refuses the listing once (read as no
+    ledger) and the process asks first again."""
 
     def __init__(self):
         self.seen = False
@@ -313,6 +313,8 @@ def ledgers(client, context, explicit=None, traits=None):
     if resp.status_code == 400:
         # A trait it does not know: deleted since it was seen (a
         # rollback), or the first ledger's write is half-way.
+        if traits is not None:
+            traits.seen = False
         return {}
     if resp.status_code != 200:
         raise LedgerError('GET %s: %s %s' % (url, resp.status_code,

@@ -266,6 +266,60 @@ class LedgerListing(Budgets):
         self.assertEqual(('/resource_providers', 400),
                          self.ledger_reads()[-1])
 
+    def test_a_worker_asks_first_again_after_a_rollback(self):
+        # Rolled back under a worker that saw the traits (--force): one
+        # refused listing, not one per request until it restarts.
+        self.set_budget(100)
+        self.boot('medium', 'first')
+        rollback.remove(cmd_cloud.connect(None), [], rollback.Report(False))
+        self.answers.clear()
+
+        self.boot('medium', 'second')
+        self.boot('medium', 'third')
+
+        self.assertEqual([('/resource_providers', 400), ('/traits', 200)],
+                         self.ledger_reads())
+
+    def test_a_budget_set_again_after_a_rollback_binds_every_worker(self):
+        # Worker A (the test's scheduler) saw the traits before the
+        # rollback; worker B asked before any ledger, and saw none.
+        other = self.other_worker()
+        with self.served_by(other):
+            self.boot('medium', 'b-free')
+        self.set_budget(100)
+        self.boot('medium', 'a-first')
+        rollback.remove(cmd_cloud.connect(None), [], rollback.Report(False))
+        self.boot('medium', 'a-free')
+
+        # 0: any preemption of the project breaks it.
+        self.set_budget(0)
+        refused = self.boot('medium', 'a-refused', expected_state='ERROR')
+        with self.served_by(other):
+            # Its fault says only ExpectedException (the second worker is
+            # called in-process): refused all the same, nothing taken.
+            self.boot('medium', 'b-refused', expected_state='ERROR')
+
+        self.assert_refused_for_budget(refused)
+        self.wait_for_terminations()
+        self.assertEqual(3, len(self.victim_uuids()))
+        self.assertEqual(0, self.ledger_usage())
+
+    def test_a_ledger_half_written_reads_as_none_then_binds(self):
+        # An operator's budget set, half-way: the traits, no provider yet.
+        client = self.scheduler.manager.placement_client
+        for name in (ledger.TRAIT, ledger.SET_TRAIT):
+            ledger._send(client, None, 'put', '/traits/%s' % name)
+
+        self.boot('medium', 'first')
+        self.set_budget(0)
+        second = self.boot('medium', 'second', expected_state='ERROR')
+
+        self.assertEqual([], [a for a in self.answers if a[1] >= 400])
+        self.assertEqual([('/traits', 200), ('/resource_providers', 200),
+                          ('/resource_providers', 200)],
+                         self.ledger_reads())
+        self.assert_refused_for_budget(second)
+
 
 class DefaultBudget(Budgets):
     OPIE = {'preemption_budget_vcpu_hours': 3,

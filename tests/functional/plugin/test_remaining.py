@@ -70,15 +70,23 @@ class Ledgers:
     def __init__(self):
         self.budgets = {}
         self.calls = 0
-        # The first ledger writes the traits; nothing deletes them here.
+        # The first ledger writes the traits; a rollback deletes them.
         self.traits = []
+        self.refused = 0
 
     def get(self, url, **kwargs):
         self.calls += 1
-        if url.startswith('/traits?'):
-            return mock.Mock(status_code=200,
-                             json=lambda: {'traits': self.traits})
+        if url.startswith('/traits?name=in:'):
+            names = url[len('/traits?name=in:'):].split(',')
+            return mock.Mock(status_code=200, json=lambda: {
+                'traits': [t for t in self.traits if t in names]})
         if url.startswith('/resource_providers?required='):
+            required = url[len('/resource_providers?required='):]
+            if any(t.lstrip('!') not in self.traits
+                   for t in required.split(',')):
+                # Placement refuses to filter by a trait it does not know.
+                self.refused += 1
+                return mock.Mock(status_code=400, text='unknown trait')
             return mock.Mock(status_code=200, json=lambda: {
                 'resource_providers': [
                     {'uuid': ledger.provider_uuid(p),
@@ -126,3 +134,71 @@ def test_unlimited_only_where_no_budget_would_be_found(steps):
             calls = placement.calls
             assert remaining.of(set(PROJECTS)) == {}
             assert placement.calls == calls
+
+
+# A scheduler process's memo of the ledgers' traits (ledger.Traits) is
+# shared by its requests; the traits appear with the first ledger and go
+# with a rollback, at any time between two requests, of this worker or of
+# another. Whatever happened, a request finds what a fresh read of
+# Placement gives.
+changes = st.lists(st.one_of(
+    st.tuples(st.just('ledger'), st.sampled_from(PROJECTS[1:]),
+              st.sampled_from([None, 0, 60])),
+    st.tuples(st.just('unset'), st.sampled_from(PROJECTS[1:])),
+    # A ledger's write half-way: the traits, not the provider yet.
+    st.tuples(st.just('traits'), st.sampled_from([
+        [ledger.TRAIT], [ledger.TRAIT, ledger.SET_TRAIT]])),
+    # A rollback: the ledgers, then the traits in name order (half-way:
+    # the first deleted only).
+    st.tuples(st.just('rollback'), st.sampled_from([
+        [ledger.TRAIT], [ledger.TRAIT, ledger.SET_TRAIT]]))),
+    max_size=3)
+requests = st.lists(st.tuples(changes, st.sampled_from([0, 1]), st.lists(
+    st.sets(st.sampled_from(PROJECTS)), min_size=1, max_size=3)),
+    max_size=8)
+
+
+def _fresh(placement, default, projects):
+    """What each of ``projects`` has left, as Placement says now."""
+    found = {}
+    for project in projects:
+        budget = placement.budgets.get(project) if project else None
+        if budget is None:
+            budget = default if project else None
+        if budget is not None:
+            found[project] = budget
+    return found
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(requests, st.sampled_from([None, 600]))
+def test_each_request_of_a_worker_finds_the_budgets(requests, default):
+    placement = Ledgers()
+    workers = [ledger.Traits(), ledger.Traits()]
+    rollbacks, refused = 0, [0, 0]
+    for changed, worker, lookups in requests:
+        for change in changed:
+            if change[0] == 'ledger':
+                placement.traits = sorted(
+                    set(placement.traits) | {ledger.TRAIT, ledger.SET_TRAIT})
+                placement.budgets[change[1]] = change[2]
+            elif change[0] == 'unset':
+                placement.budgets.pop(change[1], None)
+            elif change[0] == 'traits':
+                placement.traits = sorted(set(placement.traits)
+                                          | set(change[1]))
+            else:
+                rollbacks += 1
+                placement.budgets.clear()
+                placement.traits = [t for t in placement.traits
+                                    if t not in change[1]]
+        remaining = ledger.Remaining(placement, mock.Mock(global_id='g'),
+                                     default, workers[worker])
+        before = placement.refused
+        for projects in lookups:
+            assert remaining.of(projects) == _fresh(placement, default,
+                                                    projects)
+        # A listing refused (an error in Placement's log) only for traits
+        # deleted since the worker saw them: once per deletion.
+        refused[worker] += placement.refused - before
+        assert refused[worker] <= rollbacks
