@@ -65,7 +65,11 @@ therefore built without the collector and then frozen out of its reach
 (``gc.freeze``), once for the nodes and once for the saturation; what the
 schedulers create and keep afterwards (Nova's host states, OPIE's
 instance cache) is collected as in a scheduler process, and the
-collector's time within each call is printed (``gc ms``, median).
+collector's time within each call is printed (``gc ms``, median), with
+its full collections per call (``full gc``, mean). A full collection
+takes tens of milliseconds whoever's objects it scans, and falls in a
+call or not: over five calls, one collection more or less in most of
+them moves a median by that much.
 
 Goals (issue 28): at N = 1000, OPIE/stock median <= 1.1 on the empty
 cloud and <= 1.3 on the saturated cloud, and OPIE's first call after a
@@ -140,8 +144,10 @@ class Counter:
         event.listen(sqla_engine.Engine, 'before_cursor_execute',
                      self._statement)
 
-        # Seconds Python's collector ran since the reset.
+        # Seconds Python's collector ran since the reset, and its full
+        # collections.
         self.collecting = 0.0
+        self.full = 0
         self._collection = None
         gc.callbacks.append(self._collected)
 
@@ -154,12 +160,14 @@ class Counter:
         self.statements.clear()
         del self.placement[:]
         self.collecting = 0.0
+        self.full = 0
 
     def _collected(self, phase, info):
         if phase == 'start':
             self._collection = time.perf_counter()
         elif self._collection is not None:
             self.collecting += time.perf_counter() - self._collection
+            self.full += info['generation'] == 2
 
     def _statement(self, conn, cursor, statement, *args):
         if conn.engine is placement_db.get_placement_engine():
@@ -368,7 +376,7 @@ class ScaleCloud(cloud.OpieCloud):
         elapsed = time.perf_counter() - started
         counts = (self.counter.nova_queries(),
                   dict(self.counter.statements), list(self.counter.placement),
-                  self.counter.collecting)
+                  (self.counter.collecting, self.counter.full))
         manager.placement_client.delete_allocation_for_instance(
             self.context, spec.instance_uuid, force=True)
         if restore:
@@ -390,7 +398,7 @@ class ScaleCloud(cloud.OpieCloud):
 class Case:
     def __init__(self):
         self.samples = []
-        # Seconds the collector ran within each sample.
+        # (seconds the collector ran, full collections) within each sample.
         self.collecting = []
         self.counts = None
         self.cold = None
@@ -484,19 +492,20 @@ def main():
 def report():
     print('In-process Nova 34 + Placement, one compute service, nodes of '
           '%s; %d timed calls per case (median)' % (NODE, ARGS.iterations))
-    print('%6s  %-16s %9s %6s %6s %8s %8s %9s %9s' % (
-        'nodes', 'case', 'median', 'ratio', 'gc ms', 'nova SQL', 'plc SQL',
-        'plc calls', 'peak MB'))
+    print('%6s  %-16s %9s %6s %6s %7s %8s %8s %9s %9s' % (
+        'nodes', 'case', 'median', 'ratio', 'gc ms', 'full gc', 'nova SQL',
+        'plc SQL', 'plc calls', 'peak MB'))
     for nodes, cases in RESULTS.items():
         stock = cases['stock, empty'].median
         for name, case in cases.items():
             if name in ('rss', 'kept'):
                 continue
             queries, statements, calls, _ = case.counts
-            print('%6d  %-16s %7.1f ms %6.2f %6.0f %8d %8d %9d %9s' % (
+            print('%6d  %-16s %7.1f ms %6.2f %6.0f %7.1f %8d %8d %9d %9s' % (
                 nodes, name, case.median * 1000, case.median / stock,
-                statistics.median(case.collecting) * 1000,
-                queries, statements.get('placement', 0), len(calls),
+                statistics.median(t for t, _ in case.collecting) * 1000,
+                statistics.mean(n for _, n in case.collecting), queries,
+                statements.get('placement', 0), len(calls),
                 '-' if case.peak is None else '%.1f' % (
                     case.peak / 2 ** 20)))
         elapsed, (queries, _, _, _) = cases['OPIE, saturated'].cold
