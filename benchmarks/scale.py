@@ -491,23 +491,26 @@ def main():
 
 def report():
     print('In-process Nova 34 + Placement, one compute service, nodes of '
-          '%s; %d timed calls per case (median)' % (NODE, ARGS.iterations))
-    print('%6s  %-16s %9s %6s %6s %7s %8s %8s %9s %9s' % (
-        'nodes', 'case', 'median', 'ratio', 'gc ms', 'full gc', 'nova SQL',
-        'plc SQL', 'plc calls', 'peak MB'))
+          '%s; %d timed calls per case (ratio: of the medians)'
+          % (NODE, ARGS.iterations))
+    print('%6s  %-16s %9s %6s %9s %6s %7s %8s %8s %9s %9s' % (
+        'nodes', 'case', 'median', 'ratio', 'mean', 'gc ms', 'full gc',
+        'nova SQL', 'plc SQL', 'plc calls', 'peak MB'))
     for nodes, cases in RESULTS.items():
         stock = cases['stock, empty'].median
         for name, case in cases.items():
             if name in ('rss', 'kept'):
                 continue
             queries, statements, calls, _ = case.counts
-            print('%6d  %-16s %7.1f ms %6.2f %6.0f %7.1f %8d %8d %9d %9s' % (
-                nodes, name, case.median * 1000, case.median / stock,
-                statistics.median(t for t, _ in case.collecting) * 1000,
-                statistics.mean(n for _, n in case.collecting), queries,
-                statements.get('placement', 0), len(calls),
-                '-' if case.peak is None else '%.1f' % (
-                    case.peak / 2 ** 20)))
+            row = (nodes, name, case.median * 1000, case.median / stock,
+                   statistics.mean(case.samples) * 1000,
+                   statistics.median(t for t, _ in case.collecting) * 1000,
+                   statistics.mean(n for _, n in case.collecting), queries,
+                   statements.get('placement', 0), len(calls),
+                   '-' if case.peak is None else '%.1f' % (
+                       case.peak / 2 ** 20))
+            print('%6d  %-16s %7.1f ms %6.2f %6.1f ms %6.0f %7.1f %8d %8d '
+                  '%9d %9s' % row)
         elapsed, (queries, _, _, _) = cases['OPIE, saturated'].cold
         print('%6d  OPIE, saturated, first call (instances read and '
               'kept): %.1f ms, %d nova SQL' % (nodes, elapsed * 1000,
