@@ -76,7 +76,7 @@ cloud and <= 1.3 on the saturated cloud, and OPIE's first call after a
 restart <= 2.0 x stock's first call after a restart; at N = 5000 the
 same, but <= 1.5 saturated; OPIE's database queries per request do not
 grow with N. Run from the repository root: ``python benchmarks/scale.py
-[--nodes 10 100 1000 5000] [--iterations N]``.
+[--nodes 10 100 1000 5000] [--iterations N] [--collect-between]``.
 """
 import nova.tests.functional  # noqa: F401 (monkey patching comes first)
 
@@ -127,7 +127,8 @@ HOURS = 10
 # Nodes saturated between two collections of the building's garbage.
 SETTLE_NODES = 250
 CONF = nova.conf.CONF
-ARGS = argparse.Namespace(nodes=[10, 100, 1000], iterations=10, seed=1)
+ARGS = argparse.Namespace(nodes=[10, 100, 1000], iterations=10, seed=1,
+                          collect_between=False)
 
 
 class ScaleDriver(harness.PaperDriver):
@@ -368,6 +369,8 @@ class ScaleCloud(cloud.OpieCloud):
         """One timed select_destinations; its elapsed time and counts."""
         spec = copy.deepcopy(self.spec)
         spec.instance_uuid = uuidutils.generate_uuid()
+        if ARGS.collect_between:
+            gc.collect()
         self.counter.reset()
         started = time.perf_counter()
         manager.select_destinations(
@@ -478,6 +481,12 @@ def main():
                         default=ARGS.nodes)
     parser.add_argument('--iterations', type=int, default=ARGS.iterations)
     parser.add_argument('--seed', type=int, default=ARGS.seed)
+    parser.add_argument(
+        '--collect-between', action='store_true',
+        help='collect the garbage, untimed, before each timed call of '
+             'every case: each call then pays only for the collections '
+             'its own objects cause, not for the garbage of the calls '
+             '(and of the saturated case\'s restores) before it')
     parser.parse_args(namespace=ARGS)
     if min(ARGS.nodes) < 1 or ARGS.iterations < 1:
         parser.error('--nodes and --iterations must be at least 1')
@@ -491,8 +500,9 @@ def main():
 
 def report():
     print('In-process Nova 34 + Placement, one compute service, nodes of '
-          '%s; %d timed calls per case (ratio: of the medians)'
-          % (NODE, ARGS.iterations))
+          '%s; %d timed calls per case (ratio: of the medians)%s'
+          % (NODE, ARGS.iterations, '; garbage collected untimed before '
+             'each call' if ARGS.collect_between else ''))
     print('%6s  %-16s %9s %6s %9s %6s %7s %8s %8s %9s %9s' % (
         'nodes', 'case', 'median', 'ratio', 'mean', 'gc ms', 'full gc',
         'nova SQL', 'plc SQL', 'plc calls', 'peak MB'))
