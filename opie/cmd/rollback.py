@@ -409,9 +409,7 @@ def _remove_lease(conn, report):
 def _remove_ledgers(conn, report):
     """The preemption budgets' ledgers (:mod:`opie.nova.ledger`): their
     charges, then the providers, then their traits."""
-    # Placement refuses to list by a trait it does not know.
-    traits = (conn.placement_get('/traits?name=in:%s,%s' % (
-        ledger.TRAIT, ledger.SET_TRAIT)) or {}).get('traits', [])
+    traits = (conn.placement_get(ledger.TRAITS_URL) or {}).get('traits', [])
     found = {}
     if ledger.TRAIT in traits:
         found = conn.placement_get('/resource_providers?required=%s'

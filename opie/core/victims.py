@@ -136,7 +136,7 @@ def _pool(candidates, costs, now, budgets):
         if cost < 0 or math.isnan(cost):
             raise ValueError('preemption cost of %s is %r: costs must be '
                              'numbers >= 0' % (name, cost))
-        if instance.protected(now) if now is not None else False:
+        if now is not None and instance.protected(now):
             continue
         charge = 0
         if budgets is not None:

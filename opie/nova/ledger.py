@@ -92,6 +92,9 @@ LOG = logging.getLogger(__name__)
 RESOURCE_CLASS = 'CUSTOM_OPIE_PREEMPTED_VCPU_MINUTES'
 TRAIT = 'CUSTOM_OPIE_BUDGET'
 SET_TRAIT = 'CUSTOM_OPIE_BUDGET_SET'
+# Which of the two Placement knows (it refuses to list by one it does
+# not).
+TRAITS_URL = '/traits?name=in:%s,%s' % (TRAIT, SET_TRAIT)
 NAME_PREFIX = 'opie-budget-'
 # Charges' owner in Placement (they are nobody's instance).
 PROJECT_ID = 'opie-budget'
@@ -299,9 +302,8 @@ def ledgers(client, context, explicit=None, traits=None):
     :data:`TRAIT` exists: if not, no ledger was ever written (the first
     writes the traits), and no listing is refused (each refusal would be
     an error in Placement's log)."""
-    if not (traits and traits.seen):
-        if TRAIT not in get(client, context, '/traits?name=in:%s,%s'
-                            % (TRAIT, SET_TRAIT))['traits']:
+    if traits is None or not traits.seen:
+        if TRAIT not in get(client, context, TRAITS_URL)['traits']:
             return {}
         if traits is not None:
             traits.seen = True
