@@ -16,14 +16,17 @@ A first normal boot makes the scheduler read (and keep) both hosts'
 preemptibles; between it and the next boot each test changes what a
 fresh read would give: a lock an operator sets, a new preemptible, a save
 whose time lies before the cache's last query, a deleted row archived
-unseen. The next boot must decide as on a fresh read; a lock saved by a
-clock far behind must still protect. A failed first read hides nothing.
+unseen. The next boot must decide as on a fresh read; a lock, a deletion
+or a soft deletion saved by a clock far behind must still protect (the
+victim's row is read again before the write). A failed first read hides
+nothing.
 """
 import datetime
 
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 
+from nova.compute import vm_states
 from nova import context as nova_context
 from nova.db.main import api as db_api
 from nova import objects
@@ -146,6 +149,41 @@ class InstanceCache(cloud.OpieCloud):
         self.assertNotIn(b3, self.victim_uuids())
         self.assertIn('B-3', self.live_names())
         self.assert_within_capacity()
+
+    def save_unseen(self, uuid, **fields):
+        """Save ``uuid`` with ``fields`` changed, by a clock more than the
+        margin behind: no query of changes finds the change."""
+        cell_uuid = save(uuid, **fields)
+        synced = self.scheduler.manager.instances._synced[cell_uuid]
+        save(uuid, updated_at=synced - 2 * instance_cache.MARGIN)
+
+    def assert_not_taken(self, uuid):
+        """The next request takes victims, ``uuid`` not among them."""
+        self.boot('medium', 'next')
+        self.wait_for_terminations()
+        self.assertEqual(2, len(self.victim_uuids()))
+        self.assertNotIn(uuid, self.victim_uuids())
+        self.assert_within_capacity()
+
+    def test_a_row_soft_deleted_unseen_is_no_victim(self):
+        # B-3 (20) soft-deleted holds its allocations until reclaimed, and
+        # the cache still lists it; its row, read again before the write,
+        # says it is gone.
+        b3 = self.server_id('B-3')
+        self.save_unseen(b3, vm_state=vm_states.SOFT_DELETED)
+        self.assert_not_taken(b3)
+
+    def test_a_row_deleted_unseen_is_no_victim(self):
+        # B-3's row deleted while Placement still holds its allocations (a
+        # delete half done): a deletion keeps the row's stamp, so no query
+        # of changes finds it; only its row, read again, tells.
+        b3 = self.server_id('B-3')
+        self.save_unseen(b3)
+        ctxt = nova_context.get_admin_context()
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, b3)
+        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
+            objects.Instance.get_by_uuid(cctxt, b3).destroy()
+        self.assert_not_taken(b3)
 
     def test_a_deleted_row_archived_unseen_is_no_victim(self):
         # B-3 (20) is deleted and its row archived before the scheduler
