@@ -19,7 +19,6 @@ counts it: ``(total - reserved) * allocation_ratio`` in each dimension.
 """
 import dataclasses
 import datetime
-import functools
 
 from opie.core import resources as res
 
@@ -68,7 +67,10 @@ class Instance:
         """Seconds since launch (0 for an instance not launched yet)."""
         if self.launched_at is None:
             return 0.0
-        return max(0.0, (utc(now) - self.launched_at).total_seconds())
+        seconds = (utc(now) - self.launched_at).total_seconds()
+        # One launched after ``now`` by this clock (clocks differ between
+        # hosts) has not run yet.
+        return seconds if seconds > 0.0 else 0.0
 
     def protected(self, now):
         """Is it younger than its minimum uptime (never a victim now)?
@@ -114,12 +116,35 @@ class Host:
     """One compute host: capacity, what normal instances use, preemptibles.
 
     ``normal_used`` is h_n's usage. The preemptibles add up to the rest of
-    h_f's usage; an ineligible preemptible still counts there.
+    h_f's usage; an ineligible preemptible still counts there. The free
+    room of each view is worked out once, when the host is made: a request
+    asks for it several times, on every host.
     """
     name: str
     capacity: res.Resources
     normal_used: res.Resources
     preemptibles: tuple = ()
+    # What every instance takes: h_f's usage.
+    full_used: res.Resources = dataclasses.field(init=False, repr=False,
+                                                 compare=False)
+    # h_f free room: capacity less every instance.
+    free_full: res.Resources = dataclasses.field(init=False, repr=False,
+                                                 compare=False)
+    # h_n free room: capacity less normal instances only.
+    free_normal: res.Resources = dataclasses.field(init=False, repr=False,
+                                                   compare=False)
+    # What the preemptibles take together, where the caller has added
+    # them up already (None: added up here).
+    listed: dataclasses.InitVar[res.Resources | None] = None
+
+    def __post_init__(self, listed):
+        if listed is None:
+            listed = res.total(i.resources for i in self.preemptibles)
+        full_used = self.normal_used + listed
+        object.__setattr__(self, 'full_used', full_used)
+        object.__setattr__(self, 'free_full', self.capacity - full_used)
+        object.__setattr__(self, 'free_normal',
+                           self.capacity - self.normal_used)
 
     @classmethod
     def from_instances(cls, name, capacity, instances):
@@ -127,19 +152,3 @@ class Host:
                            if not i.preemptible)
         return cls(name, capacity, normal,
                    tuple(i for i in instances if i.preemptible))
-
-    # Cached: a host is frozen, and a request asks each several times.
-    @functools.cached_property
-    def full_used(self):
-        return self.normal_used + res.total(
-            i.resources for i in self.preemptibles)
-
-    @functools.cached_property
-    def free_full(self):
-        """h_f free room: capacity less every instance."""
-        return self.capacity - self.full_used
-
-    @functools.cached_property
-    def free_normal(self):
-        """h_n free room: capacity less normal instances only."""
-        return self.capacity - self.normal_used

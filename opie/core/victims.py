@@ -65,6 +65,7 @@ equal to (tests and benchmarks).
 import dataclasses
 import itertools
 import math
+import operator
 
 from opie.core import resources as res
 
@@ -120,6 +121,10 @@ def _better(cost, key, best_cost, best_key):
     return cost <= best_cost + tol and key < best_key
 
 
+# The pool's order: cheapest, then by name.
+_COST_THEN_NAME = operator.itemgetter(0, 1)
+
+
 def _pool(candidates, costs, now, budgets):
     """Eligible preemptibles as ``(cost, name, instance, charge)``,
     cheapest (then name) first: none younger than its minimum uptime, none
@@ -132,11 +137,11 @@ def _pool(candidates, costs, now, budgets):
     for instance, cost in zip(candidates, costs):
         if not (instance.preemptible and instance.eligible):
             continue
-        name = label(instance)
         if cost < 0 or math.isnan(cost):
             raise ValueError('preemption cost of %s is %r: costs must be '
-                             'numbers >= 0' % (name, cost))
-        if now is not None and instance.protected(now):
+                             'numbers >= 0' % (label(instance), cost))
+        if (instance.minimum_uptime > 0 and now is not None
+                and instance.protected(now)):
             continue
         charge = 0
         if budgets is not None:
@@ -144,8 +149,8 @@ def _pool(candidates, costs, now, budgets):
             limit = budgets.limit(instance.project_id)
             if limit is not None and charge > limit:
                 continue
-        pool.append((cost, name, instance, charge))
-    pool.sort(key=lambda t: (t[0], t[1]))
+        pool.append((cost, label(instance), instance, charge))
+    pool.sort(key=_COST_THEN_NAME)
     return pool
 
 

@@ -218,14 +218,15 @@ class HostRecord:
 
     def core_host(self):
         """The core Host; unknown preemptibles count as used room."""
-        listed = res.total(i.resources for i in self.preemptibles or ())
+        preemptibles = tuple(self.preemptibles or ())
+        listed = res.total(i.resources for i in preemptibles)
         # Placement may count more than the instances listed (placements
         # of this request, ineligible instances): that part occupies h_f
         # but cannot be preempted.
         unlisted = listed.shortfall(self.preemptible_used)
         return core_host.Host(self.host, self.capacity,
-                              self.normal_used + unlisted,
-                              tuple(self.preemptibles or ()))
+                              self.normal_used + unlisted, preemptibles,
+                              listed=listed)
 
     def free_full(self):
         """h_f free room (what core_host().free_full tells, cheaper)."""
@@ -396,7 +397,7 @@ class InstanceLoader:
             known = self.cache.unexplained(cell_uuid, node)
             if not known.covers(excess):
                 unseen.append((record, node))
-            else:
+            elif excess != known:
                 self.cache.explain(cell_uuid, node, excess)
         if not unseen:
             return
