@@ -48,7 +48,6 @@ import dataclasses
 import datetime
 
 from nova.compute import utils as compute_utils
-from nova.compute import vm_states
 from nova import context as nova_context
 from nova import objects
 from nova.scheduler import utils as scheduler_utils
@@ -495,17 +494,17 @@ def warm(context, cells, cache):
 
 
 def _rows(cctxt, uuids):
-    """The instances ``uuids`` (flavor loaded; deleted and soft-deleted
-    ones left out, as Nova's ``deleted: False`` filter leaves them) of the
-    cell ``cctxt`` targets.
+    """The instances ``uuids`` (flavor loaded, deleted and soft-deleted
+    ones left out: Nova's ``deleted: False`` filter) of the cell ``cctxt``
+    targets.
 
-    Asked by uuid alone, the instances' unique key: with that filter in
-    the query too, SQLite scans every row not deleted (9 ms at 20,000
-    instances, for one victim, on every claim); the few rows found are
-    sorted out here."""
-    return [row for row in objects.InstanceList.get_by_filters(
-        cctxt, {'uuid': list(uuids)}, expected_attrs=['flavor'])
-        if not row.deleted and row.vm_state != vm_states.SOFT_DELETED]
+    Sorted by id: in Nova's default order (creation time first) SQLite
+    walks the index of creation times of every row not deleted (9 ms at
+    20,000 instances, for one victim, on every claim); by id it finds the
+    rows through the index of uuids and deletion."""
+    return objects.InstanceList.get_by_filters(
+        cctxt, {'uuid': list(uuids), 'deleted': False},
+        expected_attrs=['flavor'], sort_keys=['id'], sort_dirs=['desc'])
 
 
 def _naive_utc(stamp):
