@@ -134,7 +134,8 @@ class Host:
     free_normal: res.Resources = dataclasses.field(init=False, repr=False,
                                                    compare=False)
     # What the preemptibles take together, where the caller has added
-    # them up already (None: added up here).
+    # them up already (None: added up here). Trusted: it must be the total
+    # of ``preemptibles``.
     listed: dataclasses.InitVar[res.Resources | None] = None
 
     def __post_init__(self, listed):

@@ -140,7 +140,9 @@ def _pool(candidates, costs, now, budgets):
         if cost < 0 or math.isnan(cost):
             raise ValueError('preemption cost of %s is %r: costs must be '
                              'numbers >= 0' % (label(instance), cost))
-        if (instance.minimum_uptime > 0 and now is not None
+        # Asked only where a minimum uptime is set (protected() says no
+        # at once otherwise), in protected()'s own terms.
+        if (not instance.minimum_uptime <= 0 and now is not None
                 and instance.protected(now)):
             continue
         charge = 0

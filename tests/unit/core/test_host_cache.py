@@ -10,15 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""A core Host computes its free room once (``functools.cached_property``
-on a frozen dataclass): equality, hashing, copies, pickles and
-``dataclasses.replace`` see only its fields, never a room computed
-before."""
+"""A core Host works out its free room once, when it is made (fields the
+constructor fills, left out of equality and repr): equality, hashing,
+copies, pickles and ``dataclasses.replace`` see only the fields it was
+given, and a replaced host works out its own room."""
 import copy
 import dataclasses
 import pickle
 
 from opie.core import host as core_host
+from opie.core import resources as res
 from tests.unit.core import helpers
 
 
@@ -57,3 +58,12 @@ def test_a_replaced_host_computes_its_own_room():
     assert emptied.free_full == host.free_normal
     assert _room(emptied) == _room(core_host.Host(
         host.name, host.capacity, host.normal_used))
+
+
+def test_a_host_given_its_listed_total_is_the_host_that_added_it_up():
+    host = _host()
+    given = core_host.Host(host.name, host.capacity, host.normal_used,
+                           host.preemptibles, listed=res.total(
+                               i.resources for i in host.preemptibles))
+    assert given == host and repr(given) == repr(host)
+    assert _room(given) == _room(host)

@@ -81,6 +81,19 @@ def test_a_preemptible_never_launched_is_protected_by_a_minimum_uptime():
     assert victims.select(helpers.SMALL, [never], [0], now=NOW) is None
 
 
+def test_the_search_protects_exactly_whom_protected_says():
+    # The pool asks protected() only where a minimum uptime is set: in its
+    # own terms, down to a minimum uptime that is not a number.
+    for uptime in (0.0, -0.0, -5.0, 600.0, math.inf, -math.inf, math.nan):
+        for launched in (NOW - datetime.timedelta(minutes=5), None,
+                         NOW + datetime.timedelta(minutes=5)):
+            one = dataclasses.replace(inst('one', helpers.SMALL,
+                                           uptime=uptime),
+                                      launched_at=launched)
+            taken = victims.select(helpers.SMALL, [one], [0], now=NOW)
+            assert (taken is None) == one.protected(NOW), (uptime, launched)
+
+
 # --- budgets ---------------------------------------------------------------
 
 def test_a_charge_is_vcpu_minutes_of_run_time_capped_at_the_window():
