@@ -303,6 +303,22 @@ extra specs only when a rate changed. Checked at each reconcile pass, so
 it is at least ``reconcile_interval``; 0 stops publishing (the rates
 already published stay as they are).
 """),
+    cfg.BoolOpt(
+        'freeze_after_warm_up',
+        default=True,
+        help="""
+After each warm-up of a scheduler worker's instance cache (before it serves,
+then every 5 minutes), collect its garbage in full and move everything it
+then holds (the instance cache, Nova's host states) out of reach of
+Python's automatic collections (``gc.freeze``), having first taken back
+what the previous warm-up moved (``gc.unfreeze``). Its full collections in
+requests then scan only what is younger than the last warm-up, not every
+preemptible instance it keeps (20,000 at 1000 nodes of 20). The price: one
+full collection per warm-up, and garbage cycles among objects older than
+the last warm-up are collected at the next one, not sooner. Set to False
+to leave Python's collector as it is (the warm-up's garbage is still
+collected).
+"""),
     cfg.IntOpt(
         'heartbeat_interval',
         default=30,
@@ -489,6 +505,8 @@ def allowed(opt):
             cfg.Opt(opt.dest, type=kind.item_type))
     if getattr(kind, 'choices', None):
         return 'one of %s' % ', '.join(map(str, kind.choices))
+    if isinstance(kind, types.Boolean):
+        return 'true or false'
     if isinstance(kind, types.Number):
         what = ('an integer' if isinstance(kind, types.Integer)
                 else 'a finite number')

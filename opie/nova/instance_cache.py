@@ -58,7 +58,10 @@ Warming is nothing but requests' reads, :data:`WARM_BATCH` hosts
 each: every rule above holds for it unchanged, a request arriving
 half-way waits at most for one batch and reads itself the nodes not kept
 yet, and a batch that fails leaves its nodes to the next request or
-warm-up, as a failed request's read does.
+warm-up, as a failed request's read does. After each warm-up the worker
+freezes what it keeps out of the reach of Python's collector
+(:func:`.manager.settle_garbage`): every full collection in a request
+would otherwise scan each instance kept.
 """
 import datetime
 import threading

@@ -28,6 +28,7 @@ request served half-way through the warm-up decides as on a fresh read.
 import contextlib
 import gc
 import threading
+import weakref
 
 from oslo_db import exception as db_exc
 from sqlalchemy import engine as sqla_engine
@@ -198,6 +199,51 @@ class WarmStart(cloud.OpieCloud):
         self.assertIn('read', events)
         self.assertEqual('full collection', events[-1])
 
+    def test_what_a_warm_up_keeps_is_out_of_the_collectors_reach(self):
+        # The cache's instances would be scanned by every full collection
+        # in a request: a warm-up freezes them.
+        self.worker.pre_start_hook(None)
+        kept = [instance for node in self.worker.instances._nodes.values()
+                for instance in node.values()]
+        self.assertTrue(kept)
+        scanned = {id(o) for o in gc.get_objects()}
+        self.assertEqual([], [i.uuid for i in kept if id(i) in scanned])
+
+    def test_a_cycle_frozen_by_a_warm_up_is_collected_by_the_next(self):
+        cycle = _Cycle()
+        alive = weakref.ref(cycle)
+        self.worker.pre_start_hook(None)
+        del cycle
+        gc.collect()
+        # Frozen: Python's own collections leave it...
+        self.assertIsNotNone(alive())
+        # ...and the next warm-up takes it back and collects it.
+        self.worker._opie_warm_up(None)
+        self.assertIsNone(alive())
+
+    def test_a_failed_warm_up_collects_and_freezes_all_the_same(self):
+        cycle = _Cycle()
+        alive = weakref.ref(cycle)
+        self.worker.pre_start_hook(None)
+        del cycle
+        self.spy_full_reads([db_exc.DBConnectionError('cell database down')])
+        self.worker.instances = instance_cache.InstanceCache()
+        self.worker._opie_warm_up(None)
+        self.assertTrue(self.worker.cold)
+        self.assertIsNone(alive())
+        self.assertGreater(gc.get_freeze_count(), 0)
+
+    def test_without_freezing_the_collector_is_left_as_it_is(self):
+        self.flags(freeze_after_warm_up=False, group='opie')
+        gc.unfreeze()
+        self.worker.pre_start_hook(None)
+        self.assertEqual(0, gc.get_freeze_count())
+        kept = [instance for node in self.worker.instances._nodes.values()
+                for instance in node.values()]
+        scanned = {id(o) for o in gc.get_objects()}
+        self.assertTrue(kept)
+        self.assertEqual([], [i.uuid for i in kept if id(i) not in scanned])
+
     def spy_full_reads(self, failures=()):
         """Hosts of each full read the worker makes, from now; the first
         ``failures`` raised instead of reading."""
@@ -269,3 +315,10 @@ class WarmStart(cloud.OpieCloud):
             self.wait_for_terminations()
         self.assertEqual([b2, a0], self.victim_uuids())
         self.assert_within_capacity()
+
+
+class _Cycle:
+    """Garbage only the collector frees: it refers to itself."""
+
+    def __init__(self):
+        self.me = self

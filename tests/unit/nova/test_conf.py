@@ -62,6 +62,7 @@ def _error(tmp_path, lines):
     ('maximum_lifetime = 31536001', 'an integer >= 0 and <= 31536000'),
     ('maximum_lifetime = 1d', 'an integer >= 0 and <= 31536000'),
     ('max_victims = many', 'an integer >= 0'),
+    ('freeze_after_warm_up = sometimes', 'true or false'),
     ('ranking = best', 'one of victims, all-preemptibles'),
     ('termination_mode = kill', 'one of delete, shelve'),
     ('preempt_on_move = resize,teleport', 'a comma-separated list of one '
@@ -129,7 +130,8 @@ def test_edges_of_the_ranges_load(tmp_path, line):
                          ids=lambda o: o.dest)
 def test_every_option_says_what_it_accepts(opt):
     """A type, and a range or choices where a number or a word is read
-    (paths, topics and the costs string are checked otherwise)."""
+    (paths, topics and the costs string are checked otherwise; a boolean
+    is true or false)."""
     kind = opt.type
     words = opie_conf.allowed(opt)
     if opt.dest in ('costs', 'heartbeat_path', 'metrics_dir',
@@ -138,4 +140,4 @@ def test_every_option_says_what_it_accepts(opt):
     assert (getattr(kind, 'min', None) is not None
             or getattr(kind, 'choices', None)
             or getattr(kind, 'max_length', None)
-            or isinstance(kind, cfg.types.List)), words
+            or isinstance(kind, (cfg.types.List, cfg.types.Boolean))), words
