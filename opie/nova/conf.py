@@ -308,16 +308,21 @@ already published stay as they are).
         default=True,
         help="""
 After each warm-up of a scheduler worker's instance cache (before it serves,
-then every 5 minutes), collect its garbage in full and move everything it
-then holds (the instance cache, Nova's host states) out of reach of
-Python's automatic collections (``gc.freeze``), having first taken back
-what the previous warm-up moved (``gc.unfreeze``). Its full collections in
-requests then scan only what is younger than the last warm-up, not every
-preemptible instance it keeps (20,000 at 1000 nodes of 20). The price: one
-full collection per warm-up, and garbage cycles among objects older than
-the last warm-up are collected at the next one, not sooner. Set to False
-to leave Python's collector as it is (the warm-up's garbage is still
-collected).
+then every 5 minutes, with Nova's periodic tasks), collect its garbage in
+full and move everything it then holds (the instance cache, Nova's host
+states) out of reach of Python's automatic collections (``gc.freeze``),
+having first taken back everything frozen (``gc.unfreeze``): what the
+previous warm-up froze. Its full collections in requests then scan only
+what is younger than the last warm-up, not every preemptible instance it
+keeps (20,000 at 1000 nodes of 20). The price: one full collection per
+warm-up; garbage cycles among objects older than the last warm-up are
+collected at the next one, not sooner (never, if ``[DEFAULT]
+periodic_enable`` is False); and tools that list objects through the
+collector (oslo.reports' green thread list) miss the frozen ones. A worker
+whose process had objects frozen before its first warm-up (oslo.service's
+eventlet launcher freezes them before forking workers, so that their
+memory stays shared) leaves them so and freezes nothing. False: each
+warm-up still collects the garbage in full, and freezes nothing.
 """),
     cfg.IntOpt(
         'heartbeat_interval',

@@ -134,6 +134,12 @@ ROOM_TAKEN = 'room-taken'
 _GENERATIONS = contextvars.ContextVar('opie_generations', default=None)
 
 
+# Were objects frozen in this process before its first warm-up? (None:
+# no warm-up yet.) oslo.service's eventlet launcher freezes the parent's
+# objects before it forks workers, so that their pages stay shared.
+_FROZEN_BEFORE = None
+
+
 def settle_garbage(freeze):
     """Collect the garbage in full; if ``freeze``, move what then lives
     out of reach of Python's automatic collections until the next call.
@@ -143,15 +149,32 @@ def settle_garbage(freeze):
     nodes). What lives on is mostly the instance cache, which each full
     collection in a request would scan again (9 ms at 1000 nodes, more
     than all else the worker keeps): frozen, only what is younger than the
-    last warm-up is scanned. What the previous call froze is taken back
-    first, so that garbage cycles among it are collected now, one warm-up
-    late at worst, and never kept for good."""
-    if not freeze:
+    last warm-up is scanned. Everything frozen is taken back first, so
+    that garbage cycles among what the last call froze are collected now:
+    one warm-up late at worst, never kept for good.
+
+    Taking back would also take what a launcher froze before forking
+    this worker, and the collection would then write to every page the
+    worker shares with its parent: where anything was frozen before the
+    first warm-up, it is left so, and nothing is frozen."""
+    global _FROZEN_BEFORE
+    if _FROZEN_BEFORE is None:
+        _FROZEN_BEFORE = gc.get_freeze_count() > 0
+        if _FROZEN_BEFORE and freeze:
+            LOG.info('OPIE: objects were frozen before the first warm-up '
+                     '(a launcher sharing them with forked workers): the '
+                     'warm-ups leave them so and freeze nothing')
+    if not freeze or _FROZEN_BEFORE:
         gc.collect()
         return
     gc.unfreeze()
     gc.collect()
     gc.freeze()
+    # Python's next full collection falls due when a quarter as many
+    # objects as the last one left have grown old since: collected again
+    # (nothing left unfrozen), it is as soon as in a process without the
+    # frozen part, not after a quarter of all that was just frozen.
+    gc.collect()
 
 
 class OpieSchedulerManager(manager.SchedulerManager):
