@@ -203,8 +203,7 @@ class WarmStart(cloud.OpieCloud):
         # The cache's instances would be scanned by every full collection
         # in a request: a warm-up freezes them.
         self.worker.pre_start_hook(None)
-        kept = [instance for node in self.worker.instances._nodes.values()
-                for instance in node.values()]
+        kept = self.kept()
         self.assertTrue(kept)
         scanned = {id(o) for o in gc.get_objects()}
         self.assertEqual([], [i.uuid for i in kept if id(i) in scanned])
@@ -252,10 +251,14 @@ class WarmStart(cloud.OpieCloud):
         self.worker.pre_start_hook(None)
         scanned = {id(o) for o in gc.get_objects()}
         self.assertNotIn(id(frozen), scanned)
-        kept = [instance for node in self.worker.instances._nodes.values()
-                for instance in node.values()]
+        kept = self.kept()
         self.assertTrue(kept)
         self.assertEqual([], [i.uuid for i in kept if id(i) not in scanned])
+
+    def kept(self):
+        """The core Instances the worker's cache keeps."""
+        return [instance for node in self.worker.instances._nodes.values()
+                for instance in node.values()]
 
     def spy_full_reads(self, failures=()):
         """Hosts of each full read the worker makes, from now; the first
