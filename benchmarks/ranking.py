@@ -78,17 +78,17 @@ MODES = ('as it is', 'every host read')
 
 class RankingCloud(scale.ScaleCloud):
 
-    def measure(self, managers, restore=False):
+    def measure(self, managers, restore=(), settle=None):
         """scale.py's cases, then on the saturated cloud (its instances
         kept by then) the probed requests."""
-        cases = super().measure(managers, restore)
+        cases = super().measure(managers, restore, settle)
         if restore:
             self.phases = {mode: collections.Counter() for mode in MODES}
             self.counts = {mode: collections.Counter() for mode in MODES}
             for _ in range(scale.ARGS.iterations):
                 for mode in MODES:
                     with self.probed(mode):
-                        self.select(self.opie, restore)
+                        self.select(self.opie, restore=True)
             RESULTS[self.NODES] = self.phases, self.counts
         return cases
 
