@@ -48,9 +48,9 @@ def on_host(client, context, record, taken, charged=None):
     :mod:`.ledger`) is deleted in the same write."""
     charged = charged or {}
     for _ in range(claim.WRITE_ATTEMPTS):
-        generation = claim.read_token(client, context, record.uuid)
-        record.apply_usage(hoststate.read_usages(client, context,
-                                                 record.uuid))
+        generation, usages = hoststate.read_host(client, context,
+                                                 record.uuid)
+        record.apply_usage(usages)
         free = record.capacity - record.normal_used - record.preemptible_used
         back, lost = [], []
         for victim, claimed in taken:

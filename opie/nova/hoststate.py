@@ -58,6 +58,7 @@ from opie.core import resources as res
 from opie.core import scheduling
 from opie.nova import claim
 from opie.nova import flavor_check
+from opie.nova import token
 
 
 def is_preemptible(flavor):
@@ -277,10 +278,10 @@ def record_from_placement(client, context, host_state, token=True):
         capacity=capacity, normal_used=res.ZERO,
         token_inventory=preemptible.HOST_TOKEN in inventories)
     if token:
-        # Token first, usage second: the usage is at least as new as the
-        # generation a write will carry.
-        record.generation = claim.read_token(client, context, record.uuid)
-    record.apply_usage(read_usages(client, context, record.uuid))
+        record.generation, usages = read_host(client, context, record.uuid)
+    else:
+        usages = read_usages(client, context, record.uuid)
+    record.apply_usage(usages)
     return record
 
 
@@ -305,6 +306,24 @@ def read_usages(client, context, provider_uuid):
     """Placement's ``usages`` dict of a resource provider."""
     return claim.read(client, context, '/resource_providers/%s/usages'
                       % provider_uuid)['usages']
+
+
+def read_host(client, context, provider_uuid):
+    """``(generation, usages)`` of a compute node now: its token's
+    generation (:data:`.token.ABSENT` if none) and Placement's ``usages``
+    dict, both from one read of the node's allocations, which Placement
+    answers with one query: the usage is exactly the one of that
+    generation (each write moving the token commits in one transaction,
+    wholly in the answer or not at all). Reading the token and then the
+    usages took two requests for the same guarantee: a usage at least as
+    new as the generation."""
+    allocations = claim.read(
+        client, context, '/resource_providers/%s/allocations'
+        % provider_uuid, claim.VERSION)['allocations']
+    usages = collections.Counter()
+    for held in allocations.values():
+        usages.update(held['resources'])
+    return token.held_at(allocations, provider_uuid), dict(usages)
 
 
 def holders(client, context, provider_uuid):

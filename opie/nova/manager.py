@@ -47,10 +47,11 @@ host would lose. Then, phase by phase:
   with the rest if a budget ran out. Each victim's row is read again
   first: the cache chose it, the database must still have it as an
   eligible preemptible on that node. A refused write means another
-  writer changed the host: it is read again (token, then usage and
-  preemptibles), the choice is made anew and written again; when the host
-  can no longer make room, Nova goes on to the next host, and the request
-  fails only when no host could;
+  writer changed the host: it is read again (token and usage in one
+  read of its allocations, then its preemptibles), the choice is made
+  anew and written again; when the host can no longer make room, Nova
+  goes on to the next host, and the request fails only when no host
+  could;
 * **terminate**: only once every instance of the request is placed, and
   in the background (:mod:`.terminate`): the claims have already freed the
   room, so the selections go back to the conductor at once;
@@ -529,10 +530,10 @@ class ClaimingClient:
         return dict(entry, consumer_generation=generation, **owner)
 
     def _read_host(self, plan, context, record):
-        generation = claim.read_token(self._client, context, record.uuid)
+        generation, usages = hoststate.read_host(self._client, context,
+                                                 record.uuid)
         self._tokens.learn(record.uuid, generation)
-        plan.refresh(record, generation, hoststate.read_usages(
-            self._client, context, record.uuid))
+        plan.refresh(record, generation, usages)
 
     def _read_victims(self, plan, context, record, victims):
         """Each victim as Placement holds it on this host, or None (the

@@ -288,12 +288,11 @@ class Reconciler:
                 yield repair
 
     def _repair(self, context, record, now):
-        # Token first, usage second: the usage a write decides on is at
-        # least as new as the generation it carries.
-        record.generation = claim.read_token(self.placement_client, context,
-                                             record.uuid)
-        record.apply_usage(hoststate.read_usages(self.placement_client,
-                                                 context, record.uuid))
+        # The usage a write decides on is the one of the generation it
+        # carries.
+        record.generation, usages = hoststate.read_host(
+            self.placement_client, context, record.uuid)
+        record.apply_usage(usages)
         host = record.core_host()
         excess = _excess(host)
         if excess.is_zero():

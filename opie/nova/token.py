@@ -36,7 +36,10 @@ process, the generation each host's token had after this process's last
 write or read; a request takes a copy of it *before* Placement's
 allocation candidates are fetched, so a copied generation is never newer
 than the provider summaries. A host missing from the copy, or one whose
-write was refused, is read again: token first, usage second.
+write was refused, is read again: its token's generation and its usage
+from one read of its allocations, which Placement answers with one
+query, so that the usage is exactly the one of that generation
+(:func:`.hoststate.read_host`).
 
 A deleted token (``nova-manage placement audit --delete`` reports it as an
 orphaned allocation: it is not an instance) is created again by the next
@@ -82,6 +85,15 @@ def parse(body):
     if not body.get('allocations'):
         return ABSENT
     return body['consumer_generation']
+
+
+def held_at(allocations, provider_uuid):
+    """The generation of ``provider_uuid``'s token among the
+    ``allocations`` of ``GET /resource_providers/{uuid}/allocations``
+    (1.28: each consumer's generation with its resources), or
+    :data:`ABSENT` where it holds nothing."""
+    held = allocations.get(consumer(provider_uuid))
+    return ABSENT if held is None else held['consumer_generation']
 
 
 class Generations:

@@ -29,6 +29,7 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 import unittest
 
 import datetime
@@ -46,6 +47,7 @@ from placement.handlers import allocation as placement_allocation
 from opie.core import flavor_spec
 from opie.core import preemptible
 from opie.nova import claim
+from opie.nova import hoststate
 from opie.nova import manager as opie_manager
 from opie.nova import notify
 from opie.nova import terminate
@@ -149,6 +151,39 @@ class OpieCloud(harness.OpieHarness):
             return real(context, data, consumers)
         self.stub_out('placement.handlers.allocation.create_allocation_list',
                       create_allocation_list)
+
+    def inside_host_read(self, competitor, after=False):
+        """Run ``competitor()`` once inside Placement, in the first read of
+        a compute node's allocations a scheduler worker makes to decide on
+        it (:func:`opie.nova.hoststate.read_host`; the computes' own reads
+        are left alone): before the query runs, or once it ran and before
+        the answer goes back if ``after``."""
+        pending = [competitor]
+        # Threads reading a host for a worker now (wsgi-intercept answers
+        # in the caller's thread).
+        reading = set()
+        read_host = hoststate.read_host
+        real = placement_allocation.alloc_obj.get_all_by_resource_provider
+
+        def worker_read(*args, **kwargs):
+            reading.add(threading.get_ident())
+            try:
+                return read_host(*args, **kwargs)
+            finally:
+                reading.discard(threading.get_ident())
+
+        def get_all_by_resource_provider(context, rp):
+            ours = threading.get_ident() in reading
+            if pending and ours and not after:
+                pending.pop()()
+            found = real(context, rp)
+            if pending and ours:
+                pending.pop()()
+            return found
+        self.stub_out('opie.nova.hoststate.read_host', worker_read)
+        self.stub_out('placement.objects.allocation.'
+                      'get_all_by_resource_provider',
+                      get_all_by_resource_provider)
 
     def defer_terminations(self):
         """The scheduler's background terminations wait for the test: each

@@ -15,11 +15,14 @@
 A second ``OpieSchedulerManager`` (its own token generations, as another
 worker process) serves a competing request, run deterministically at the
 worst moment: after the first worker decided and before it writes, or
-inside Placement while it handles the first worker's write. Whatever the
+inside Placement while it handles the first worker's write, or while it
+answers the first worker's read of the host. Whatever the
 interleaving: no host over capacity, every victim taken once with one
 ``opie-preempt`` action, and a request fails only when no host can make
 room.
 """
+import fixtures
+
 from opie.testing import cloud
 from tests.functional import test_preemption
 
@@ -108,6 +111,51 @@ class Race(cloud.OpieCloud):
         self.assert_each_victim_once()
         self.assertEqual(sorted([self._names['B-2'], self._names['B-3']]),
                          sorted(self.victim_uuids()))
+
+    def host_read_raced(self, after):
+        """The first request, on a worker that knows no host's token,
+        reads host-B; the other worker takes B-2 inside Placement while it
+        answers that read. The victims of both; Placement's requests."""
+        self.fill()
+        for host in ('host-A', 'host-B'):
+            self.scheduler.manager.tokens.forget(
+                self._get_provider_uuid_by_host(host))
+        self.inside_host_read(self.competitor('medium', 'competitor'),
+                              after=after)
+        # A host read as its token and then its usage: two reads, the
+        # usage newer than the generation.
+        apart = []
+        for name in ('opie.nova.claim.read_token',
+                     'opie.nova.hoststate.read_usages'):
+            self.useFixture(fixtures.MockPatch(
+                name, side_effect=lambda *a, _n=name, **k: apart.append(_n)))
+        calls = []
+        self.count_placement_calls(calls)
+
+        first = self.boot('medium', 'first')
+
+        self.assertEqual('host-B', first['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual('host-B', self.host_of(self.server('competitor')))
+        self.assert_each_victim_once()
+        self.assertEqual(sorted([self._names['B-2'], self._names['B-3']]),
+                         sorted(self.victim_uuids()))
+        self.assertEqual([], apart)
+        return calls
+
+    def test_victim_taken_before_the_host_read_is_seen_taken(self):
+        # The read answers with B-2 gone and the token moved, in one
+        # query: the first worker takes B-3 with its first write.
+        calls = self.host_read_raced(after=False)
+
+        self.assertEqual(2, calls.count('POST /allocations'))
+
+    def test_victim_taken_after_the_host_read_is_refused(self):
+        # The read answers with B-2 there, at the token's old generation:
+        # the first worker's write of B-2 is refused, host-B is read again
+        # and B-3 goes.
+        calls = self.host_read_raced(after=True)
+
+        self.assertEqual(3, calls.count('POST /allocations'))
 
     def test_lost_victims_send_the_request_to_the_next_host(self):
         # host-B: a large normal server and two young preemptibles (the
