@@ -311,19 +311,40 @@ def read_usages(client, context, provider_uuid):
 def read_host(client, context, provider_uuid):
     """``(generation, usages)`` of a compute node now: its token's
     generation (:data:`.token.ABSENT` if none) and Placement's ``usages``
-    dict, both from one read of the node's allocations, which Placement
-    answers with one query: the usage is exactly the one of that
-    generation (each write moving the token commits in one transaction,
-    wholly in the answer or not at all). Reading the token and then the
-    usages took two requests for the same guarantee: a usage at least as
-    new as the generation."""
-    allocations = claim.read(
-        client, context, '/resource_providers/%s/allocations'
-        % provider_uuid, claim.VERSION)['allocations']
+    dict, both from one read of the node's allocations. Placement lists
+    them, with each consumer's generation, in one query, so the usage is
+    exactly the one of that generation: each write moving the token
+    commits in one transaction, wholly in the answer or not at all.
+    (Reading the token and then the usages took two requests for less: a
+    usage at least as new as the generation. The answer's
+    ``resource_provider_generation`` comes from another query, and is not
+    used.)
+
+    Allocations are counted through their consumers: an allocation
+    without a consumer record, which only a database whose Placement
+    online migrations were not run can hold (``placement-status upgrade
+    check`` reports them), counts in Placement's usages and not here.
+    Placement still refuses a write that would exceed the node's
+    capacity."""
+    url = '/resource_providers/%s/allocations' % provider_uuid
+    body = claim.read(client, context, url, claim.VERSION)
     usages = collections.Counter()
-    for held in allocations.values():
-        usages.update(held['resources'])
-    return token.held_at(allocations, provider_uuid), dict(usages)
+    try:
+        allocations = body['allocations']
+        for held in allocations.values():
+            for rc, amount in held['resources'].items():
+                if isinstance(amount, bool) or not isinstance(amount, int):
+                    raise TypeError(amount)
+                usages[rc] += amount
+        generation = token.held_at(allocations, provider_uuid)
+    except (AttributeError, KeyError, TypeError) as exc:
+        raise claim.ClaimError('GET %s: an answer without allocations as '
+                               'Placement lists them (%s: %s)'
+                               % (url, type(exc).__name__, exc))
+    if generation is not token.ABSENT and not isinstance(generation, int):
+        raise claim.ClaimError('GET %s: the host token\'s generation is '
+                               '%r' % (url, generation))
+    return generation, dict(usages)
 
 
 def holders(client, context, provider_uuid):

@@ -25,6 +25,7 @@ process with OPIE's scheduler plugin) plus
   worker's read and its write (:meth:`OpieCloud.before_write`) or inside
   Placement's handling of the write (:meth:`OpieCloud.inside_write`).
 """
+import collections
 import contextlib
 import logging
 import os
@@ -159,21 +160,22 @@ class OpieCloud(harness.OpieHarness):
         are left alone): before the query runs, or once it ran and before
         the answer goes back if ``after``."""
         pending = [competitor]
-        # Threads reading a host for a worker now (wsgi-intercept answers
-        # in the caller's thread).
-        reading = set()
+        # Thread -> reads of a host for a worker under way in it (nested:
+        # the competitor's own), as wsgi-intercept answers in the caller's
+        # thread.
+        reading = collections.Counter()
         read_host = hoststate.read_host
         real = placement_allocation.alloc_obj.get_all_by_resource_provider
 
         def worker_read(*args, **kwargs):
-            reading.add(threading.get_ident())
+            reading[threading.get_ident()] += 1
             try:
                 return read_host(*args, **kwargs)
             finally:
-                reading.discard(threading.get_ident())
+                reading[threading.get_ident()] -= 1
 
         def get_all_by_resource_provider(context, rp):
-            ours = threading.get_ident() in reading
+            ours = reading[threading.get_ident()] > 0
             if pending and ours and not after:
                 pending.pop()()
             found = real(context, rp)

@@ -28,17 +28,16 @@ NODE = 'a1b2c3d4-0000-4000-8000-000000000001'
 class Placement:
     """Answers one GET with ``allocations``; records what was asked."""
 
-    def __init__(self, allocations, status=200):
-        self.allocations = allocations
+    def __init__(self, allocations, status=200, body=None):
+        self.body = body if body is not None else {
+            'resource_provider_generation': 9, 'allocations': allocations}
         self.status = status
         self.asked = []
 
     def get(self, url, version=None, global_request_id=None):
         self.asked.append((url, version))
-        return types.SimpleNamespace(
-            status_code=self.status, text='no',
-            json=lambda: {'resource_provider_generation': 9,
-                          'allocations': self.allocations})
+        return types.SimpleNamespace(status_code=self.status, text='no',
+                                     json=lambda: self.body)
 
 
 CONTEXT = types.SimpleNamespace(global_id='req-1')
@@ -79,6 +78,40 @@ def test_another_nodes_token_is_not_this_ones():
     generation, _ = hoststate.read_host(Placement({
         token.consumer(other): {'resources': {preemptible.HOST_TOKEN: 1},
                                 'consumer_generation': 5}}), CONTEXT, NODE)
+
+    assert generation is token.ABSENT
+
+
+TOKEN = token.consumer(NODE)
+
+
+@pytest.mark.parametrize('allocations', [
+    None, [], 'x', {'c': None}, {'c': {}}, {'c': {'resources': None}},
+    {'c': {'resources': {'VCPU': None}}}, {'c': {'resources': {'VCPU': '2'}}},
+    {'c': {'resources': {'VCPU': 1.5}}}, {'c': {'resources': {'VCPU': True}}},
+    {TOKEN: {'resources': {preemptible.HOST_TOKEN: 1}}},
+    {TOKEN: {'resources': {preemptible.HOST_TOKEN: 1},
+             'consumer_generation': '7'}}])
+def test_an_answer_not_as_placement_lists_allocations_is_an_error(
+        allocations):
+    # One line naming the request, not a traceback nor a usage of 0.
+    with pytest.raises(claim.ClaimError,
+                       match='GET /resource_providers/%s/allocations' % NODE):
+        hoststate.read_host(Placement(allocations), CONTEXT, NODE)
+
+
+@pytest.mark.parametrize('body', [
+    [], 'x', {'resource_provider_generation': 1}])
+def test_an_answer_without_allocations_is_an_error(body):
+    with pytest.raises(claim.ClaimError, match='GET /resource_providers/'):
+        hoststate.read_host(Placement(None, body=body), CONTEXT, NODE)
+
+
+def test_a_token_at_no_generation_is_absent():
+    # Placement refuses a write at null to an existing token: safe.
+    generation, _ = hoststate.read_host(Placement({TOKEN: {
+        'resources': {preemptible.HOST_TOKEN: 1},
+        'consumer_generation': None}}), CONTEXT, NODE)
 
     assert generation is token.ABSENT
 
