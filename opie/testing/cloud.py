@@ -22,8 +22,10 @@ process with OPIE's scheduler plugin) plus
 * a check, after every test, that no normal server was ever preempted;
 * a second scheduler worker (:meth:`OpieCloud.other_worker`), with its
   own token generations, and hooks that run a competitor between a
-  worker's read and its write (:meth:`OpieCloud.before_write`) or inside
-  Placement's handling of the write (:meth:`OpieCloud.inside_write`).
+  worker's read and its write (:meth:`OpieCloud.before_write`), inside
+  Placement's handling of the write (:meth:`OpieCloud.inside_write`) or
+  inside its answer to the worker's read of the host
+  (:meth:`OpieCloud.inside_host_read`).
 """
 import collections
 import contextlib
