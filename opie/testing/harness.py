@@ -26,6 +26,8 @@ Placement), exactly as Nova tests itself, with:
 * the ``[opie]`` options of the class attribute ``OPIE``; in shelve mode
   the scheduler's service user is :class:`ServiceUser` (no Keystone
   here), whose token :attr:`ServiceUser.TOKEN` reaches the computes;
+* in-memory databases that live as long as the cloud (see
+  :class:`DatabasesKept`);
 * Nova's waits for a server's state, its deletion and a migration polling
   every :data:`POLL` seconds instead of every half second, over the same
   span, Nova's own wait then giving the verdict (and a failure's
@@ -44,7 +46,9 @@ import fixtures
 from keystoneauth1 import access
 from keystoneauth1 import fixture as ks_fixture
 from keystoneauth1 import plugin
+from oslo_db.sqlalchemy import engines
 from sqlalchemy import exc as sqla_exc
+from sqlalchemy.engine import url as sqla_url
 import yaml
 
 from nova.tests.functional.api import client as api_client
@@ -104,6 +108,31 @@ def use_installed_nova(test):
         sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
 
 
+class DatabasesKept(fixtures.Fixture):
+    """Engines of in-memory SQLite that never replace their connection.
+
+    oslo.db has a pool replace a connection older than
+    ``connection_recycle_time`` (an hour by default). An in-memory SQLite
+    database lives and dies with its one connection: the replacement opens
+    an empty database, and a cloud that lives over an hour (the
+    5000-node benchmark's) loses its tables. While this fixture is up,
+    oslo.db creates such engines without a recycle time; file databases
+    are left as configured.
+    """
+
+    def _setUp(self):
+        create_engine = engines.create_engine
+
+        def kept(sql_connection, **kwargs):
+            url = sqla_url.make_url(sql_connection)
+            if (url.get_backend_name() == 'sqlite'
+                    and url.database in (None, '', ':memory:')):
+                kwargs['connection_recycle_time'] = -1
+            return create_engine(sql_connection, **kwargs)
+        self.useFixture(fixtures.MonkeyPatch(
+            'oslo_db.sqlalchemy.engines.create_engine', kept))
+
+
 class OpieHarness(integrated_helpers._IntegratedTestBase):
     ADMIN_API = True
     microversion = 'latest'
@@ -115,6 +144,11 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
     # and further compute options.
     DRIVER = PaperDriver
     COMPUTE_FLAGS = {}
+
+    def setUp(self):
+        # Before Nova's TestCase and Placement's fixture create the engines.
+        self.useFixture(DatabasesKept())
+        super().setUp()
 
     def _setup_services(self):
         use_installed_nova(self)
