@@ -102,12 +102,6 @@ def read(client, context, url, version='1.9'):
     return resp.json()
 
 
-def read_token(client, context, provider_uuid):
-    """The host token's generation now (:data:`token.ABSENT` if none)."""
-    return token.parse(read_consumer(client, context,
-                                     token.consumer(provider_uuid)))
-
-
 def left_behind(consumers, created):
     """``consumers`` (uuid -> body entry) to write again after a write
     refused with :class:`ProviderGone`: those it would have created

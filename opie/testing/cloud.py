@@ -221,7 +221,7 @@ class OpieCloud(harness.OpieHarness):
         client = self.scheduler.manager.placement_client
         context = nova_context.get_admin_context()
         self.assertIsNotNone(claim.write(
-            client, context, rp, claim.read_token(client, context, rp),
+            client, context, rp, hoststate.read_host(client, context, rp)[0],
             {uuid: claim.emptied(claim.read_victim(client, context,
                                                    uuid))}))
         return uuid

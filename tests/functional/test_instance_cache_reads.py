@@ -38,7 +38,6 @@ from nova import context as nova_context
 from nova.db.api import api as api_db
 from placement import db_api as placement_db
 
-from opie.nova import claim
 from opie.nova import hoststate
 from opie.nova import instance_cache
 from opie.testing import cloud
@@ -170,8 +169,8 @@ class WarmStart(cloud.OpieCloud):
         ctxt = nova_context.get_admin_context()
         for host in ('host-A', 'host-B'):
             uuid = self._get_provider_uuid_by_host(host)
-            self.worker.tokens.learn(uuid, claim.read_token(
-                self.worker.placement_client, ctxt, uuid))
+            self.worker.tokens.learn(uuid, hoststate.read_host(
+                self.worker.placement_client, ctxt, uuid)[0])
         self.worker.pre_start_hook(None)
         full_reads = self.boots(4)
         self.assertEqual(4, len(self.victim_uuids()))

@@ -23,6 +23,8 @@ room.
 """
 import fixtures
 
+from opie.nova import claim
+from opie.nova import token
 from opie.testing import cloud
 from tests.functional import test_preemption
 
@@ -124,11 +126,19 @@ class Race(cloud.OpieCloud):
                               after=after)
         # A host read as its token and then its usage: two reads, the
         # usage newer than the generation.
+        tokens = {token.consumer(self._get_provider_uuid_by_host(host))
+                  for host in ('host-A', 'host-B')}
         apart = []
-        for name in ('opie.nova.claim.read_token',
-                     'opie.nova.hoststate.read_usages'):
-            self.useFixture(fixtures.MockPatch(
-                name, side_effect=lambda *a, _n=name, **k: apart.append(_n)))
+        read_consumer = claim.read_consumer
+
+        def spied(client, context, uuid):
+            if uuid in tokens:
+                apart.append(uuid)
+            return read_consumer(client, context, uuid)
+        self.stub_out('opie.nova.claim.read_consumer', spied)
+        self.useFixture(fixtures.MockPatch(
+            'opie.nova.hoststate.read_usages',
+            side_effect=lambda *args: apart.append('usages')))
         calls = []
         self.count_placement_calls(calls)
 

@@ -27,6 +27,7 @@ from nova import context as nova_context
 from nova import objects
 
 from opie.nova import claim
+from opie.nova import hoststate
 from opie.nova import lease
 from opie.testing import cloud
 from tests.functional import test_preemption
@@ -101,7 +102,7 @@ class Reconciler(cloud.OpieCloud):
         client = self.manager.placement_client
         self.assertIsNotNone(claim.write(
             client, self.context, rp,
-            claim.read_token(client, self.context, rp),
+            hoststate.read_host(client, self.context, rp)[0],
             {b2: claim.emptied(claim.read_victim(client, self.context,
                                                  b2))}))
 
