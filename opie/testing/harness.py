@@ -48,6 +48,7 @@ from keystoneauth1 import fixture as ks_fixture
 from keystoneauth1 import plugin
 from oslo_db.sqlalchemy import engines
 from sqlalchemy import exc as sqla_exc
+from sqlalchemy import pool as sqla_pool
 from sqlalchemy.engine import url as sqla_url
 import yaml
 
@@ -117,7 +118,8 @@ class DatabasesKept(fixtures.Fixture):
     an empty database, and a cloud that lives over an hour (the
     5000-node benchmark's) loses its tables. While this fixture is up,
     oslo.db creates such engines without a recycle time; file databases
-    are left as configured.
+    are left as configured. An in-memory database is told as oslo.db
+    tells it, by the pool SQLAlchemy picks for the URL.
     """
 
     def _setUp(self):
@@ -125,8 +127,9 @@ class DatabasesKept(fixtures.Fixture):
 
         def kept(sql_connection, **kwargs):
             url = sqla_url.make_url(sql_connection)
-            if (url.get_backend_name() == 'sqlite'
-                    and url.database in (None, '', ':memory:')):
+            if url.get_backend_name() == 'sqlite' and issubclass(
+                    url.get_dialect().get_pool_class(url),
+                    sqla_pool.SingletonThreadPool):
                 kwargs['connection_recycle_time'] = -1
             return create_engine(sql_connection, **kwargs)
         self.useFixture(fixtures.MonkeyPatch(

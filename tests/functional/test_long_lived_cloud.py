@@ -41,12 +41,18 @@ class LongLivedCloud(cloud.OpieCloud):
     def test_databases_outlive_the_recycle_time(self):
         self.boot('small', 'before', host='host-A')
         before = self.usage('host-A')
+        # A server no host can take goes to cell0.
+        huge = self._create_flavor(name='huge', vcpu=16, memory_mb=2000,
+                                   disk=20, ephemeral=0)
 
         self.later()
 
-        # Nova's API and cell databases, and Placement's, read and written.
+        # Nova's API database, cell0's and cell1's, and Placement's, read
+        # and written.
         self.assertEqual(['before'], self.live_names())
         self.assertEqual(before, self.usage('host-A'))
         self.boot('small', 'after', host='host-A')
-        self.assertEqual(['after', 'before'], self.live_names())
+        self._create_server(name='nowhere', flavor_id=huge,
+                            networks='none', expected_state='ERROR')
+        self.assertEqual(['after', 'before', 'nowhere'], self.live_names())
         self.assertEqual(2 * before['VCPU'], self.usage('host-A')['VCPU'])
