@@ -26,6 +26,10 @@ is left at Nova's default, its Python install: see
      "settings": {"costs": "period=1", "ranking": "victims", ...}}
 
 and ``"safe_mode": "<why>"`` when it runs in safe mode (:mod:`.safe_mode`).
+``interval`` is the time within which the next beat is due: the beat
+written at start gives the larger of ``heartbeat_interval`` and Nova's
+``[DEFAULT] periodic_fuzzy_delay``, since Nova runs the first periodic
+tasks up to that delay after start.
 
 An audit on the scheduler host reads it (:func:`read`) and calls the OPIE
 scheduler alive if ``time`` is less than two intervals old (:func:`age`,

@@ -334,9 +334,11 @@ class OpieSchedulerManager(manager.SchedulerManager):
     def init_host(self, service_ref):
         super().init_host(service_ref)
         # Nova runs the first periodic tasks up to periodic_fuzzy_delay
-        # (60 s) after start: beat now, or a scheduler just started looks
-        # dead to opie-manage audit for that long.
-        self._opie_heartbeat(None)
+        # (60 s) after start: beat now, saying the next beat may come that
+        # late, or a scheduler just started looks dead to opie-manage audit
+        # and rollback until then (a rollback would go on under it).
+        self._beat(max(CONF.opie.heartbeat_interval,
+                       CONF.periodic_fuzzy_delay))
 
     def pre_start_hook(self, service_ref):
         super().pre_start_hook(service_ref)
@@ -366,9 +368,13 @@ class OpieSchedulerManager(manager.SchedulerManager):
     @periodic_task.periodic_task(spacing=CONF.opie.heartbeat_interval,
                                  run_immediately=True)
     def _opie_heartbeat(self, context):
+        self._beat(CONF.opie.heartbeat_interval)
+
+    def _beat(self, interval):
+        """The heartbeat, the next one due within ``interval`` seconds."""
         try:
-            heartbeat.beat(CONF.opie.heartbeat_path, self.host,
-                           CONF.opie.heartbeat_interval, self.settings)
+            heartbeat.beat(CONF.opie.heartbeat_path, self.host, interval,
+                           self.settings)
         except OSError as exc:
             LOG.warning('OPIE: cannot write heartbeat %s: %s',
                         CONF.opie.heartbeat_path, exc)
