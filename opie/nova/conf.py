@@ -336,8 +336,11 @@ warm-up still collects the garbage in full, and freezes nothing.
         default='$state_path/opie-scheduler.heartbeat',
         help="""
 File the OPIE scheduler rewrites every ``heartbeat_interval`` seconds
-(JSON: host, pid, time, version, settings), so an audit can tell that the
-OPIE manager, not the stock one, is running. When ``[DEFAULT] state_path``
+(JSON: host, pid, time, interval, version, settings), so an audit can tell
+that the OPIE manager, not the stock one, is running. The beat written at
+start gives as its interval the larger of ``heartbeat_interval`` and
+``[DEFAULT] periodic_fuzzy_delay``: Nova's first periodic tasks run up to
+that delay after start. When ``[DEFAULT] state_path``
 is left at Nova's default (the Python install), the file goes to
 /var/lib/nova/ instead, as packaged Nova's state does.
 """),
