@@ -26,8 +26,6 @@ import nova.conf
 from nova import context as nova_context
 from nova import objects
 
-from opie.nova import claim
-from opie.nova import hoststate
 from opie.nova import lease
 from opie.testing import cloud
 from tests.functional import test_preemption
@@ -97,14 +95,8 @@ class Reconciler(cloud.OpieCloud):
 
     def test_claimed_victim_left_running_is_terminated(self):
         # A scheduler worker took B-2 and died before terminating it.
-        b2, b3 = self.server('B-2')['id'], self.server('B-3')['id']
-        rp = self._get_provider_uuid_by_host('host-B')
-        client = self.manager.placement_client
-        self.assertIsNotNone(claim.write(
-            client, self.context, rp,
-            hoststate.read_host(client, self.context, rp)[0],
-            {b2: claim.emptied(claim.read_victim(client, self.context,
-                                                 b2))}))
+        b2 = self.claim_without_terminating('B-2', 'host-B')
+        b3 = self.server('B-3')['id']
 
         # B-2's room is free for everyone and B-2 is no candidate: a large
         # server needs one more victim on host-B, the cheapest left (B-3,
