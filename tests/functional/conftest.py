@@ -24,6 +24,11 @@
   of ports, a temporary directory each), and neighbouring tests (of one
   class, one file) cost about the same, so every Nth balances the
   processes.
+* A failing test's report starts with its exception and traceback.
+  pytest cannot read the exceptions testtools reports (no traceback
+  object) and prints them as text: every captured log first, the
+  traceback last, where a CI excerpt of the output's head and tail cuts
+  it off.
 """
 import nova.tests.functional  # noqa: F401 (must be first)
 from nova import test as nova_test  # noqa: E402
@@ -39,6 +44,39 @@ def _keep_test_attrs(self):
 
 
 nova_test.TestCase._clear_attrs = _keep_test_attrs
+
+
+# pytest's text for an exception it cannot represent (_pytest/unittest.py).
+_NATIVE = 'NOTE: Incompatible Exception Representation, displaying natively:'
+_TRACEBACK = 'Traceback (most recent call last):'
+# testtools' text of a detail: "name: {{{content}}}"; the traceback follows
+# the last one.
+_DETAIL_END = '}}}'
+
+
+def traceback_first(text):
+    """testtools' failure ``text`` (its details, then the traceback) as
+    the exception's last line, the traceback, then the details; None when
+    ``text`` is not such a failure."""
+    if _NATIVE not in text:
+        return None
+    head, _, tail = text.rpartition(_DETAIL_END)
+    start = tail.find(_TRACEBACK)
+    if start < 0:
+        return None
+    traceback = tail[start:].strip()
+    details = head[head.find(_NATIVE) + len(_NATIVE):].lstrip()
+    return '\n'.join([traceback.splitlines()[-1], '', traceback, '',
+                      "The test's details:", details + _DETAIL_END])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if report.failed:
+        reordered = traceback_first(str(report.longrepr))
+        if reordered is not None:
+            report.longrepr = reordered
 
 
 def pytest_addoption(parser):
