@@ -16,9 +16,6 @@ process with OPIE's scheduler plugin) plus
 
 * the paper's flavors (Table 2), each in a normal and a preemptible form;
 * casts made calls, as in Nova's own functional tests;
-* the scheduler's background terminations tracked, so that a test waits
-  for them (:meth:`OpieCloud.wait_for_terminations`) before it looks for
-  victims gone;
 * a check, after every test, that no normal server was ever preempted;
 * a second scheduler worker (:meth:`OpieCloud.other_worker`), with its
   own token generations, and hooks that run a competitor between a
@@ -58,7 +55,6 @@ from opie.testing import harness
 
 # Seconds a background termination may take before a test fails (a hang,
 # not a timing check).
-TERMINATION_TIMEOUT = 60
 
 
 def preemptible_specs(vcpus, memory_mb, disk_gb):
@@ -88,21 +84,13 @@ class OpieCloud(harness.OpieHarness):
         self.select_destinations = self.useFixture(fixtures.MockPatchObject(
             manager, 'select_destinations',
             wraps=manager.select_destinations)).mock
-        self.terminations = []
-        # Stock and safe-mode managers terminate nothing.
-        if hasattr(manager, 'terminator'):
-            self.useFixture(fixtures.MockPatchObject(
-                manager.terminator, 'terminate_later',
-                side_effect=self._track(manager.terminator.terminate_later)))
 
     # another worker and interleavings ------------------------------------
     def other_worker(self):
         """A second OpieSchedulerManager, as another scheduler worker:
         requests made inside :meth:`served_by` go to it."""
         other = opie_manager.OpieSchedulerManager()
-        self.useFixture(fixtures.MockPatchObject(
-            other.terminator, 'terminate_later',
-            side_effect=self._track(other.terminator.terminate_later)))
+        self.track_terminations(other)
         real = rpcapi.SchedulerAPI.select_destinations
         serving = self._serving = []
 
@@ -226,13 +214,6 @@ class OpieCloud(harness.OpieHarness):
                                                    uuid))}))
         return uuid
 
-    def _track(self, terminate_later):
-        def tracked(*args):
-            future = terminate_later(*args)
-            self.terminations.append(future)
-            return future
-        return tracked
-
     # servers ---------------------------------------------------------------
     def boot(self, size, name, host=None, preemptible=False,
              minutes=None, expected_state='ACTIVE', api=None):
@@ -299,12 +280,6 @@ class OpieCloud(harness.OpieHarness):
     def host_of(self, server):
         return self.api.get_server(server['id'])['OS-EXT-SRV-ATTR:host']
 
-    def wait_for_terminations(self):
-        """Wait until the scheduler has terminated every victim it claimed
-        so far (it does so in the background, after answering)."""
-        for future in self.terminations:
-            future.result(timeout=TERMINATION_TIMEOUT)
-
     # checks ----------------------------------------------------------------
     def usage(self, host):
         return self._get_provider_usages(self._get_provider_uuid_by_host(host))
@@ -334,11 +309,6 @@ class OpieCloud(harness.OpieHarness):
         """Uuids of every victim notified, in order (repeats kept)."""
         return [v['uuid'] for n in self.preempt_notifications()
                 for v in n['payload']['victims']]
-
-    def preempt_actions(self, uuid):
-        """How many ``opie-preempt`` actions the server has."""
-        actions = self.api.get_instance_actions(uuid)
-        return sum(1 for a in actions if a['action'] == 'opie-preempt')
 
     @staticmethod
     def notifications(event_type):

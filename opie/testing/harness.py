@@ -28,11 +28,15 @@ Placement), exactly as Nova tests itself, with:
   here), whose token :attr:`ServiceUser.TOKEN` reaches the computes;
 * in-memory databases that live as long as the cloud (see
   :class:`DatabasesKept`);
+* the scheduler's background terminations tracked, so that a test waits
+  for them (:meth:`OpieHarness.wait_for_terminations`) before it looks
+  for victims gone;
 * Nova's waits for a server's state, its deletion and a migration polling
-  every :data:`POLL` seconds instead of every half second, over the same
-  span, Nova's own wait then giving the verdict (and a failure's
-  message): a server here changes state within hundredths of a second, so
-  the half-second sleeps were most of a functional test's time.
+  every :data:`POLL` seconds instead of every half second, over
+  :data:`LOAD_MARGIN` times the span, Nova's own wait then giving the
+  verdict (and a failure's message): a server here changes state within
+  hundredths of a second, so the half-second sleeps were most of a
+  functional test's time.
 
 Import ``nova.tests.functional`` before this module: Nova decides there how
 to monkey patch, before anything else of Nova is loaded.
@@ -68,6 +72,13 @@ MANAGER = 'opie.nova.manager.OpieSchedulerManager'
 # Seconds between two looks of a wait, and between two of Nova's.
 POLL = 0.05
 NOVA_POLL = 0.5
+# How many times longer than Nova's own wait ours waits before giving up:
+# a boot takes seconds on a busy 2-core machine running the suite in three
+# processes. A wait ends as soon as the state is reached; this only bounds
+# a wait for a state that never comes.
+LOAD_MARGIN = 6
+# Seconds a test waits for the scheduler's background terminations.
+TERMINATION_TIMEOUT = 60
 NOVA_FILTERS = ['ComputeFilter', 'ComputeCapabilitiesFilter',
                 'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
                 'ServerGroupAffinityFilter']
@@ -152,6 +163,35 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
         # Before Nova's TestCase and Placement's fixture create the engines.
         self.useFixture(DatabasesKept())
         super().setUp()
+        self.terminations = []
+        # Stock and safe-mode managers terminate nothing.
+        self.track_terminations(self.scheduler.manager)
+
+    def track_terminations(self, manager):
+        """Keep the futures of ``manager``'s background terminations in
+        :attr:`terminations`."""
+        terminator = getattr(manager, 'terminator', None)
+        if terminator is None:
+            return
+        terminate_later = terminator.terminate_later
+
+        def tracked(*args):
+            future = terminate_later(*args)
+            self.terminations.append(future)
+            return future
+        self.useFixture(fixtures.MockPatchObject(
+            terminator, 'terminate_later', side_effect=tracked))
+
+    def wait_for_terminations(self):
+        """Wait until the scheduler has terminated every victim it claimed
+        so far (it does so in the background, after answering)."""
+        for future in self.terminations:
+            future.result(timeout=TERMINATION_TIMEOUT)
+
+    def preempt_actions(self, uuid):
+        """How many ``opie-preempt`` actions the server has."""
+        actions = self.api.get_instance_actions(uuid)
+        return sum(1 for a in actions if a['action'] == 'opie-preempt')
 
     def _setup_services(self):
         use_installed_nova(self)
@@ -199,9 +239,9 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
         return compute
 
     def _poll(self, done, attempts):
-        """Until ``done()``, or for the span of Nova's wait of
-        ``attempts`` looks."""
-        deadline = time.monotonic() + attempts * NOVA_POLL
+        """Until ``done()``, or for LOAD_MARGIN times the span of Nova's
+        wait of ``attempts`` looks."""
+        deadline = time.monotonic() + attempts * NOVA_POLL * LOAD_MARGIN
         while not done() and time.monotonic() < deadline:
             time.sleep(POLL)
 

@@ -107,14 +107,20 @@ def job_servers(cloud):
 
 
 def preempt(cloud, wanted=2, boots=4):
-    """Boot normal servers until ``wanted`` of the job's servers went."""
-    before = {s['id'] for s in job_servers(cloud)}
+    """Boot normal servers as another tenant would, until the OPIE
+    scheduler preempted ``wanted`` of the job's servers or ``boots``
+    servers were booted; how many it preempted."""
+    job = [s['id'] for s in job_servers(cloud)]
+    preempted = 0
     for i in range(boots):
         cloud.boot_normal('medium', 'other-tenant-%d' % i)
-        gone = before - {s['id'] for s in job_servers(cloud)}
-        if len(gone) >= wanted:
+        # Victims are terminated after the answer: their instance actions
+        # are written once these end.
+        cloud.wait_for_terminations()
+        preempted = sum(1 for uuid in job if cloud.preempt_actions(uuid))
+        if preempted >= wanted:
             break
-    return len(gone)
+    return preempted
 
 
 def run(cloud_mod, args):

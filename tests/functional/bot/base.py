@@ -22,6 +22,7 @@ import time
 from opie.testing.democloud import cloud as cloud_mod
 from opie.testing.democloud import demo
 from opie.testing.democloud import work
+from opie.testing import harness
 
 SPEED = 30.0
 # Wall seconds a client run may take before the test gives up on it.
@@ -49,20 +50,36 @@ class BotCloud(cloud_mod.InProcessCloud):
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         return proc
 
-    def wait(self, proc, preempt=False, kill_after=None):
+    def wait(self, proc, preempt=False, kill_at=None):
         """Wait for ``proc``; preempt once two tasks have checkpoints;
-        SIGKILL it after ``kill_after`` wall seconds.  Its exit status."""
+        SIGKILL it once the job's journal holds ``kill_at`` records.  Its
+        exit status."""
         start = time.monotonic()
         while proc.poll() is None:
-            elapsed = time.monotonic() - start
-            self.assertLess(elapsed, LIMIT_S, 'client still running')
+            self.assertLess(time.monotonic() - start, LIMIT_S,
+                            'client still running')
             if preempt and demo.checkpointed(self.dir) >= 2:
                 self.preempted += demo.preempt(self)
                 preempt = False
-            if kill_after is not None and elapsed >= kill_after:
+            if kill_at is not None and self.journal_length() >= kill_at:
                 proc.send_signal(signal.SIGKILL)
             time.sleep(0.1)
         return proc.returncode
+
+    def burst(self):
+        """Another tenant's burst: normal servers booted until one of the
+        job's servers is preempted, then deleted so that the job can grow
+        back.  However few servers the job has, the burst preempts: it
+        boots one more than the empty cloud holds.  How many of the job's
+        servers it preempted."""
+        fits = len(self.HOSTS) * min(
+            capacity // size for capacity, size in zip(
+                harness.CAPACITY, harness.SIZES['medium']))
+        preempted = demo.preempt(self, wanted=1, boots=fits + 1)
+        for server in self.api.get_servers():
+            if server['name'].startswith('other-tenant-'):
+                self._delete_server(server)
+        return preempted
 
     def output(self, name):
         with open(os.path.join(self.dir, name + '.out'), 'rb') as f:
@@ -81,15 +98,25 @@ class BotCloud(cloud_mod.InProcessCloud):
         finally:
             db.close()
 
+    def journal_length(self):
+        """The records of the job's journal so far: none before the client
+        created it."""
+        found = glob.glob(os.path.join(self.dir, 'jobs', '*.sqlite'))
+        if not found:
+            return 0
+        db = sqlite3.connect(found[0])
+        try:
+            if not db.execute("SELECT 1 FROM sqlite_master WHERE "
+                              "name = 'records'").fetchall():
+                return 0
+            return db.execute('SELECT count(*) FROM records').fetchone()[0]
+        finally:
+            db.close()
+
     def preempted_by_opie(self, job_id):
         created = [json.loads(r[3])['server'] for r in
                    self.journal_rows(job_id) if r[2] == 'server_create']
-        return sum(
-            1 for sid in created
-            for action in self.api.api_get(
-                '/servers/%s/os-instance-actions' % sid).body[
-                    'instanceActions']
-            if action['action'] == 'opie-preempt')
+        return sum(self.preempt_actions(sid) for sid in created)
 
     def report(self, job_id):
         with open(os.path.join(self.dir, 'reports', job_id + '.json')) as f:

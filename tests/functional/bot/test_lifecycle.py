@@ -52,7 +52,7 @@ class Lifecycle(base.BotCloud):
         with open(self.job, 'w') as f:
             yaml.safe_dump(job, f)
 
-    def assert_no_server_left(self, wait_s=30):
+    def assert_no_server_left(self, wait_s=base.LIMIT_S):
         """Nova may still be finishing the deletes the client made."""
         deadline = time.monotonic() + wait_s
         while demo.job_servers(self) and time.monotonic() < deadline:
