@@ -53,9 +53,6 @@ from opie.nova import notify
 from opie.nova import terminate
 from opie.testing import harness
 
-# Seconds a background termination may take before a test fails (a hang,
-# not a timing check).
-
 
 def preemptible_specs(vcpus, memory_mb, disk_gb):
     """Extra specs as ``opie-manage flavor create-preemptible`` sets them."""

@@ -77,7 +77,8 @@ NOVA_POLL = 0.5
 # processes. A wait ends as soon as the state is reached; this only bounds
 # a wait for a state that never comes.
 LOAD_MARGIN = 6
-# Seconds a test waits for the scheduler's background terminations.
+# Seconds a background termination may take before a test fails (a hang,
+# not a timing check).
 TERMINATION_TIMEOUT = 60
 NOVA_FILTERS = ['ComputeFilter', 'ComputeCapabilitiesFilter',
                 'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',

@@ -49,25 +49,37 @@ nova_test.TestCase._clear_attrs = _keep_test_attrs
 # pytest's text for an exception it cannot represent (_pytest/unittest.py).
 _NATIVE = 'NOTE: Incompatible Exception Representation, displaying natively:'
 _TRACEBACK = 'Traceback (most recent call last):'
-# testtools' text of a detail: "name: {{{content}}}"; the traceback follows
-# the last one.
-_DETAIL_END = '}}}'
+# testtools' text of its details ("name: {{{content}}}", each) and of the
+# traceback after them.
+_DETAILS_END = '}}}\n\n' + _TRACEBACK
+
+
+def _exception_line(traceback):
+    """The first line of ``traceback``'s exception: after its last frame
+    (a ``  File`` line and the indented lines of its code)."""
+    lines = traceback.splitlines()
+    frames = [i for i, line in enumerate(lines) if line.startswith('  File ')]
+    at = frames[-1] + 1 if frames else 1
+    while at < len(lines) - 1 and lines[at].startswith('    '):
+        at += 1
+    return lines[at]
 
 
 def traceback_first(text):
     """testtools' failure ``text`` (its details, then the traceback) as
-    the exception's last line, the traceback, then the details; None when
+    the exception's first line, the traceback, then the details; None when
     ``text`` is not such a failure."""
     if _NATIVE not in text:
         return None
-    head, _, tail = text.rpartition(_DETAIL_END)
-    start = tail.find(_TRACEBACK)
-    if start < 0:
+    # The last such end: a log line or an exception message may hold
+    # "}}}", never followed by a blank line and a traceback's start.
+    head, end, tail = text.rpartition(_DETAILS_END)
+    if not end:
         return None
-    traceback = tail[start:].strip()
-    details = head[head.find(_NATIVE) + len(_NATIVE):].lstrip()
-    return '\n'.join([traceback.splitlines()[-1], '', traceback, '',
-                      "The test's details:", details + _DETAIL_END])
+    traceback = (_TRACEBACK + tail).strip()
+    details = head[head.find(_NATIVE) + len(_NATIVE):].lstrip() + '}}}'
+    return '\n'.join([_exception_line(traceback), '', traceback, '',
+                      "The test's details:", details])
 
 
 @pytest.hookimpl(hookwrapper=True)

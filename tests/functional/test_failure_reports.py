@@ -48,6 +48,29 @@ class TracebackFirst(unittest.TestCase):
              'ERROR [nova] Traceback (most recent call last): a logged one',
              '}}}'], lines[details + 1:])
 
+    def test_a_message_of_many_lines_is_named_by_its_first(self):
+        text = NATIVE.replace(
+            'testtools.matchers._impl.MismatchError: 1 != 2',
+            "AssertionError: -9 != 0 : client output:\n"
+            "    planned 4 servers\ndone")
+        lines = conftest.traceback_first(text).splitlines()
+        self.assertEqual('AssertionError: -9 != 0 : client output:',
+                         lines[0])
+
+    def test_braces_in_the_traceback_stay_in_it(self):
+        text = NATIVE.replace(
+            'testtools.matchers._impl.MismatchError: 1 != 2',
+            "KeyError: {'a': {'b': {'c': 1}}}\n\nDuring handling of the "
+            "above exception, another exception occurred:\n\n"
+            "Traceback (most recent call last):\n"
+            '  File "test_x.py", line 9, in test_a\n'
+            "    raise ValueError('x')\nValueError: x")
+        lines = conftest.traceback_first(text).splitlines()
+        self.assertEqual('ValueError: x', lines[0])
+        details = lines.index("The test's details:")
+        self.assertIn("KeyError: {'a': {'b': {'c': 1}}}", lines[:details])
+        self.assertEqual('}}}', lines[-1])
+
     def test_other_reports_are_left_alone(self):
         self.assertIsNone(conftest.traceback_first(
             'Traceback (most recent call last):\nValueError: x'))

@@ -65,10 +65,7 @@ class Rollback(test_audit.AuditCloud):
     def restart_opie_scheduler(self):
         self.scheduler.stop()
         self.scheduler = self._setup_scheduler_service()
-        manager = self.scheduler.manager
-        self.useFixture(fixtures.MockPatchObject(
-            manager.terminator, 'terminate_later',
-            side_effect=self._track(manager.terminator.terminate_later)))
+        self.track_terminations(self.scheduler.manager)
 
     def reconcile(self):
         self.scheduler.manager._opie_reconcile(

@@ -114,6 +114,7 @@ class BotCloud(cloud_mod.InProcessCloud):
             db.close()
 
     def preempted_by_opie(self, job_id):
+        self.wait_for_terminations()
         created = [json.loads(r[3])['server'] for r in
                    self.journal_rows(job_id) if r[2] == 'server_create']
         return sum(self.preempt_actions(sid) for sid in created)

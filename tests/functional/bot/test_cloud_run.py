@@ -77,6 +77,7 @@ class CloudRun(base.BotCloud):
                     if s['status'] == 'BUILD']
         self._poll(lambda: not building(), 10)
         self.assertEqual([], building())
+        self.assertNotEqual([], demo.job_servers(self))
         self.preempted = self.burst()
         for new_records in [0] + [rng.randint(1, 12) for _ in range(3)]:
             resumed = self.spawn(demo.resume_command(self.dir, job_id),
