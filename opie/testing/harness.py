@@ -165,7 +165,6 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
         self.useFixture(DatabasesKept())
         super().setUp()
         self.terminations = []
-        # Stock and safe-mode managers terminate nothing.
         self.track_terminations(self.scheduler.manager)
 
     def track_terminations(self, manager):
@@ -173,7 +172,7 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
         :attr:`terminations`."""
         terminator = getattr(manager, 'terminator', None)
         if terminator is None:
-            return
+            return  # stock and safe-mode managers terminate nothing
         terminate_later = terminator.terminate_later
 
         def tracked(*args):

@@ -34,6 +34,8 @@ import yaml
 
 # Wall seconds the demo waits for the client at most.
 TIMEOUT_S = 600
+# The names of the servers another tenant boots (:func:`preempt`).
+OTHER_TENANT = 'other-tenant-'
 
 
 def job_document(python, tasks=16, runtime_s=300, deadline_s=1500):
@@ -113,7 +115,7 @@ def preempt(cloud, wanted=2, boots=4):
     job = [s['id'] for s in job_servers(cloud)]
     preempted = 0
     for i in range(boots):
-        cloud.boot_normal('medium', 'other-tenant-%d' % i)
+        cloud.boot_normal('medium', '%s%d' % (OTHER_TENANT, i))
         # Victims are terminated after the answer: their instance actions
         # are written once these end.
         cloud.wait_for_terminations()

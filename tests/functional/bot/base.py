@@ -77,7 +77,7 @@ class BotCloud(cloud_mod.InProcessCloud):
                 harness.CAPACITY, harness.SIZES['medium']))
         preempted = demo.preempt(self, wanted=1, boots=fits + 1)
         for server in self.api.get_servers():
-            if server['name'].startswith('other-tenant-'):
+            if server['name'].startswith(demo.OTHER_TENANT):
                 self._delete_server(server)
         return preempted
 

@@ -78,7 +78,7 @@ class CloudRun(base.BotCloud):
         self._poll(lambda: not building(), 10)
         self.assertEqual([], building())
         self.assertNotEqual([], demo.job_servers(self))
-        self.preempted = self.burst()
+        preempted = self.burst()
         for new_records in [0] + [rng.randint(1, 12) for _ in range(3)]:
             resumed = self.spawn(demo.resume_command(self.dir, job_id),
                                  'resume')
@@ -91,7 +91,7 @@ class CloudRun(base.BotCloud):
         self.assertIn(self.wait(resumed), (0, 1), self.output('resume'))
 
         rep = self.report(job_id)
-        self.assertGreaterEqual(self.preempted, 1)
+        self.assertGreaterEqual(preempted, 1)
         # Resumes that got as far as adopting the job journal it.
         self.assertGreaterEqual(rep['counts']['client_resumes'], 1)
         self.assertTrue(rep['result']['finished'])
