@@ -69,7 +69,9 @@ than the limit was not cut, whatever the cloud's size, and needs nothing
 more. A longer one is cut to the limit as Placement would have cut it.
 When none of the hosts it kept fits h_f, one probe (of one more than the
 limit too) asks for the request in the standard and the preemptible
-classes at once: every host with free room is among its answers. When it
+classes at once: every host with free room is among its answers. It
+names first the class fewest of the kept hosts have room in, where
+Placement's search of a saturated cloud ends. When it
 returns none that fits, and no more than the limit, no host is free: the
 cut answer stands (a
 sample, as Nova ranks a sample) and victims are chosen among it. Otherwise
@@ -422,7 +424,8 @@ class ClaimingClient:
             return found
         found = hoststate.first_candidates(found, limit)
         if (hoststate.any_fits(found[1], resources.merged_resources())
-                or not self._maybe_free_elsewhere(context, resources)):
+                or not self._maybe_free_elsewhere(context, resources,
+                                                  found[1])):
             return found
         LOG.info('OPIE: Placement returned more than %d candidates, the '
                  'limit, and none of the first fits with every instance '
@@ -431,7 +434,7 @@ class ClaimingClient:
             return self._client.get_allocation_candidates(context,
                                                           resources)
 
-    def _maybe_free_elsewhere(self, context, resources):
+    def _maybe_free_elsewhere(self, context, resources, summaries):
         """Could a host Placement's cut answer left out have free room
         (h_f)? Asked with one probe of the same limit, not a second full
         query: a host with free room has it in the standard classes and
@@ -441,8 +444,10 @@ class ClaimingClient:
         no host is free, and the cut answer stands, Placement's sample of
         hosts, as Nova's weighers rank a sample; OPIE ranks victims among
         it. Some that fit, or a probe cut too (it asks for one more than
-        the limit to tell): maybe."""
-        probe = hoststate.fit_probe(resources)
+        the limit to tell): maybe. Its classes are asked in the order
+        the cut answer's ``summaries`` make likeliest to end Placement's
+        search at the first (:class:`.hoststate.Probe`)."""
+        probe = hoststate.fit_probe(resources, summaries)
         if probe is None:
             return True
         # One more than the limit again: an answer within it is whole.

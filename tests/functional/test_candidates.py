@@ -20,6 +20,7 @@ class a request asks for, so the free hosts may be the ones cut.
 import urllib.parse
 
 from nova.scheduler.client import report
+from placement.objects import research_context
 
 from opie.testing import cloud
 
@@ -154,6 +155,40 @@ class SaturatedCut(cloud.OpieCloud):
         self.assertIn('VCPU:2', queries[1][1].replace(
             'CUSTOM_PREEMPTIBLE_VCPU', ''))
         self.assert_within_capacity()
+
+    def test_the_probe_asks_first_for_the_class_no_host_has(self):
+        # Placement looks for providers one class at a time, in the order
+        # asked, each a sum over every allocation of that class, and
+        # stops at the first class no provider has room in. Asked in
+        # Nova's order (by name), the probe summed the preemptible disk
+        # (room on both hosts) before the memory (none).
+        searched = []
+        real = research_context.get_providers_with_resource
+
+        def get_providers_with_resource(ctx, rc_id, *args, **kwargs):
+            searched.append(ctx.rc_cache.string_from_id(rc_id))
+            return real(ctx, rc_id, *args, **kwargs)
+        self.stub_out('placement.objects.research_context.'
+                      'get_providers_with_resource',
+                      get_providers_with_resource)
+        queries = record_candidate_queries(self)
+        requests = []
+        get = report.SchedulerReportClient.get
+
+        def count(client, url, *args, **kwargs):
+            if url.startswith('/allocation_candidates'):
+                requests.append(len(searched))
+            return get(client, url, *args, **kwargs)
+        self.stub_out('nova.scheduler.client.report.SchedulerReportClient.'
+                      'get', count)
+        server = self.boot('medium', 'normal')
+
+        self.assertEqual('ACTIVE', server['status'])
+        self.assertEqual(2, len(queries))
+        probe = searched[requests[1]:]
+        self.assertEqual(1, len(probe), probe)
+        self.assertIn(probe[0], ('CUSTOM_PREEMPTIBLE_VCPU',
+                                 'CUSTOM_PREEMPTIBLE_MEMORY_MB'))
 
     def test_an_answer_within_the_limit_costs_no_probe(self):
         # Two hosts, a limit of two: Placement's answer was not cut, and

@@ -202,7 +202,7 @@ def test_nova_gets_placements_answer_and_no_free_host_is_hidden(hosts,
         probe = resources is probes[-1] if probes else False
         return placement_cut(*_placement(hosts, probe), resources._limit)
 
-    def fit_probe(resources):
+    def fit_probe(resources, summaries):
         probes.append(mock.Mock(_limit=resources._limit))
         return probes[-1]
 

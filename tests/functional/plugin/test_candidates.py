@@ -14,8 +14,14 @@
 (:class:`opie.nova.manager.ClaimingClient`), and passes on Nova's answer
 when Placement failed: ``(None, None, None)``, which Nova's scheduler
 turns into "No valid host"."""
+import urllib.parse
 from unittest import mock
 
+from nova import objects
+from nova.scheduler import utils as scheduler_utils
+
+from opie.core import preemptible
+from opie.nova import hoststate
 from opie.nova import manager
 
 
@@ -113,3 +119,60 @@ def test_a_probe_within_the_limit_proves_no_host_free():
     # is free, so the cut answer stands and nothing is asked again.
     assert limits == [3, 3]
     assert found[0] == _full('a', 'b')[0]
+
+
+def test_the_probe_asks_first_for_the_class_fewest_hosts_have_room_in():
+    spec = objects.RequestSpec(
+        flavor=objects.Flavor(vcpus=2, memory_mb=4000, root_gb=40,
+                              ephemeral_gb=0, swap=0, extra_specs={
+                                  'trait:CUSTOM_A': 'required',
+                                  'trait:CUSTOM_B': 'forbidden'}),
+        image=objects.ImageMeta.from_dict({}), is_bfv=False)
+    resources = scheduler_utils.ResourceRequest.from_request_spec(spec)
+    resources._limit = 3
+    # Room for the request's vCPUs on no host of the cut answer, for its
+    # memory on one, for its disk and in the standard classes on all.
+    summaries = {}
+    for host, memory_used in (('a', 60000), ('b', 64000), ('c', 64000)):
+        summaries[host] = {'resources': dict(
+            {rc: {'capacity': capacity, 'used': 0}
+             for rc, capacity in zip(preemptible.STANDARD,
+                                     (32, 65536, 2000))},
+            CUSTOM_PREEMPTIBLE_VCPU={'capacity': 32, 'used': 32},
+            CUSTOM_PREEMPTIBLE_MEMORY_MB={'capacity': 65536,
+                                          'used': memory_used},
+            CUSTOM_PREEMPTIBLE_DISK_GB={'capacity': 2000, 'used': 640})}
+
+    probe = hoststate.fit_probe(resources, summaries)
+    probe._limit = 4
+
+    asked = urllib.parse.parse_qs(probe.to_querystring())
+    assert asked.pop('resources') == [','.join((
+        'CUSTOM_PREEMPTIBLE_VCPU:2', 'CUSTOM_PREEMPTIBLE_MEMORY_MB:4000',
+        # Ties by name.
+        'CUSTOM_PREEMPTIBLE_DISK_GB:40', 'DISK_GB:40', 'MEMORY_MB:4000',
+        'VCPU:2'))]
+    # The rest as Nova asks it.
+    nova = urllib.parse.parse_qs(
+        scheduler_utils.ResourceRequest.to_querystring(probe))
+    del nova['resources']
+    assert asked == nova
+    assert asked['limit'] == ['4']
+    assert asked['required'] == ['CUSTOM_A,!CUSTOM_B']
+    # The request itself is asked as Nova asks it.
+    assert resources.to_querystring() == (
+        'limit=3&required=CUSTOM_A%2C%21CUSTOM_B'
+        '&resources=DISK_GB%3A40%2CMEMORY_MB%3A4000%2CVCPU%3A2')
+
+
+def test_a_probe_with_classes_it_did_not_rank_asks_them_in_novas_order():
+    spec = objects.RequestSpec(
+        flavor=objects.Flavor(vcpus=2, memory_mb=4000, root_gb=40,
+                              ephemeral_gb=0, swap=0, extra_specs={}),
+        image=objects.ImageMeta.from_dict({}), is_bfv=False)
+    probe = scheduler_utils.ResourceRequest.from_request_spec(spec)
+    probe.__class__ = hoststate.Probe
+    probe.order = ['VCPU']
+
+    assert probe.to_querystring() == (
+        'limit=1000&resources=VCPU%3A2%2CDISK_GB%3A40%2CMEMORY_MB%3A4000')
