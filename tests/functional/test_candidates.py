@@ -171,7 +171,7 @@ class SaturatedCut(cloud.OpieCloud):
         self.stub_out('placement.objects.research_context.'
                       'get_providers_with_resource',
                       get_providers_with_resource)
-        queries = record_candidate_queries(self)
+        # Classes searched before each candidates request.
         requests = []
         get = report.SchedulerReportClient.get
 
@@ -184,7 +184,7 @@ class SaturatedCut(cloud.OpieCloud):
         server = self.boot('medium', 'normal')
 
         self.assertEqual('ACTIVE', server['status'])
-        self.assertEqual(2, len(queries))
+        self.assertEqual(2, len(requests))
         probe = searched[requests[1]:]
         self.assertEqual(1, len(probe), probe)
         self.assertIn(probe[0], ('CUSTOM_PREEMPTIBLE_VCPU',

@@ -121,14 +121,19 @@ def test_a_probe_within_the_limit_proves_no_host_free():
     assert found[0] == _full('a', 'b')[0]
 
 
-def test_the_probe_asks_first_for_the_class_fewest_hosts_have_room_in():
+def _medium_request(**extra_specs):
+    """Nova's ResourceRequest for a medium server of ``extra_specs``."""
     spec = objects.RequestSpec(
         flavor=objects.Flavor(vcpus=2, memory_mb=4000, root_gb=40,
-                              ephemeral_gb=0, swap=0, extra_specs={
-                                  'trait:CUSTOM_A': 'required',
-                                  'trait:CUSTOM_B': 'forbidden'}),
+                              ephemeral_gb=0, swap=0,
+                              extra_specs=extra_specs),
         image=objects.ImageMeta.from_dict({}), is_bfv=False)
-    resources = scheduler_utils.ResourceRequest.from_request_spec(spec)
+    return scheduler_utils.ResourceRequest.from_request_spec(spec)
+
+
+def test_the_probe_asks_first_for_the_class_fewest_hosts_have_room_in():
+    resources = _medium_request(**{'trait:CUSTOM_A': 'required',
+                                   'trait:CUSTOM_B': 'forbidden'})
     resources._limit = 3
     # Room for the request's vCPUs on no host of the cut answer, for its
     # memory on one, for its disk and in the standard classes on all.
@@ -166,11 +171,7 @@ def test_the_probe_asks_first_for_the_class_fewest_hosts_have_room_in():
 
 
 def test_a_probe_with_classes_it_did_not_rank_asks_them_in_novas_order():
-    spec = objects.RequestSpec(
-        flavor=objects.Flavor(vcpus=2, memory_mb=4000, root_gb=40,
-                              ephemeral_gb=0, swap=0, extra_specs={}),
-        image=objects.ImageMeta.from_dict({}), is_bfv=False)
-    probe = scheduler_utils.ResourceRequest.from_request_spec(spec)
+    probe = _medium_request()
     probe.__class__ = hoststate.Probe
     probe.order = ['VCPU']
 
