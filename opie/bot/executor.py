@@ -160,9 +160,15 @@ class Executor:
 
     def _delete(self, server, reason):
         self._cancel(server)
-        self.cloud.delete_server(server.id)
+        ended_first = self.cloud.delete_server(server.id)
         server.end(self.now())
-        self._log('server_delete', server=server.id, reason=reason)
+        if ended_first:
+            # Preempted since the last poll: the caller has dealt with its
+            # tasks; the report counts it with the preemptions.
+            self._log('server_preempted', server=server.id, tasks=0,
+                      reason=reason)
+        else:
+            self._log('server_delete', server=server.id, reason=reason)
 
     # -- start and end --------------------------------------------------
 

@@ -92,8 +92,9 @@ class Cloud(abc.ABC):
         """Ask for a server; return its id.  ACTIVE follows when booted."""
 
     @abc.abstractmethod
-    def delete_server(self, server_id: str) -> None:
-        """Delete a server the job no longer needs (no event follows)."""
+    def delete_server(self, server_id: str) -> bool:
+        """Delete a server the job no longer needs (no event follows);
+        True if the cloud had ended it first, unreported (a preemption)."""
 
     @abc.abstractmethod
     def watch(self, callback: typing.Callable[[ServerEvent], None]) -> None:

@@ -57,7 +57,10 @@ cannot.  If more than one server matches, none is deleted (journalled as
 ``orphan_ambiguous``).  The job creates no image: Nova deletes a shelved
 server's snapshot when the server is deleted, so the client deletes none.
 The client writes its intent to delete to the journal first, so a resumed
-client knows which vanished servers it deleted itself.
+client knows which vanished servers it deleted itself.  A server the
+cloud ended after the last poll, before the job's own delete reached it
+(preempted as the job ends, say), is said so by that delete: the job
+reads a preemption there, as the next poll would have told it.
 """
 import datetime
 import re
@@ -75,6 +78,11 @@ from opie.core import preemptible
 API_VERSION = '2.60'      # 2.52 tags at create, 2.37 nics=none
 IMAGE_PROXY_VERSION = '2.35'   # the last with Nova's image API
 BUILD, ACTIVE, SHELVED, GONE = 'BUILD', 'ACTIVE', 'SHELVED', 'GONE'
+# Nova's statuses of a server that no longer runs.
+ENDED_STATUSES = ('DELETED', 'SOFT_DELETED')
+# What a delete of the job's found: the server left alone (its job tag
+# was removed), deleted on the job's behalf, or ended by the cloud first.
+REFUSED, DELETING, ENDED = 'refused', 'deleting', 'ended'
 NONCE = 'opie-nonce'    # server metadata: which create call made it
 # How long a create call may take, and how far Nova's clock may be off.
 CREATE_WINDOW = datetime.timedelta(minutes=10)
@@ -212,7 +220,7 @@ class NovaCloud(interfaces.Cloud):
         return server.id
 
     def delete_server(self, server_id):
-        self._delete(server_id, 'scheduler')
+        return self._delete(server_id, 'scheduler') == ENDED
 
     def watch(self, callback):
         self._listeners.append(callback)
@@ -306,7 +314,7 @@ class NovaCloud(interfaces.Cloud):
         elif status in ('SHELVED', 'SHELVED_OFFLOADED') and old != SHELVED:
             entry['state'] = SHELVED
             self._emit(interfaces.HIBERNATED, sid)
-        elif status in ('DELETED', 'SOFT_DELETED'):
+        elif status in ENDED_STATUSES:
             entry['state'] = GONE
             if sid not in self.deleting:
                 self._emit(interfaces.TERMINATED, sid)
@@ -365,35 +373,42 @@ class NovaCloud(interfaces.Cloud):
     # -- deleting ---------------------------------------------------------
 
     def _delete(self, server_id, reason):
-        """Delete a server of the job; False if its job tag was removed
-        (someone took it over), True once it is gone or going."""
+        """Delete a server of the job: REFUSED if its job tag was removed
+        (someone took it over), ENDED if the cloud had ended it before
+        (no delete of this client's), else DELETING."""
         try:
             server = self.nova.servers.get(server_id)
         except nova_exc.NotFound:
-            return True
-        if self.tag not in (server.tags or []):
+            server = None
+        outcome = ENDED if (
+            server_id not in self.deleting
+            and (server is None or server.status in ENDED_STATUSES)) \
+            else DELETING
+        if server is not None:
+            if self.tag not in (server.tags or []):
+                self.journal.append({'t': self.clock.now(),
+                                     'event': 'refused_delete',
+                                     'server': server_id})
+                return REFUSED
             self.journal.append({'t': self.clock.now(),
-                                 'event': 'refused_delete',
-                                 'server': server_id})
-            return False
-        self.journal.append({'t': self.clock.now(),
-                             'event': 'server_deleting',
-                             'server': server_id, 'reason': reason})
-        self.deleting.add(server_id)
-        try:
-            self.nova.servers.delete(server_id)
-        except nova_exc.NotFound:
-            pass
+                                 'event': 'server_deleting',
+                                 'server': server_id, 'reason': reason})
+            self.deleting.add(server_id)
+            try:
+                self.nova.servers.delete(server_id)
+            except nova_exc.NotFound:
+                pass
         if server_id in self.servers:
+            # Told here: no poll reports its end.
             self.servers[server_id]['state'] = GONE
-        return True
+        return outcome
 
     def delete_all(self, reason='cancel'):
         """Delete every server the journal shows this job created
         (cancel); the ids of those left alone because their job tag was
         removed."""
         return [sid for sid in sorted(self.servers)
-                if not self._delete(sid, reason)]
+                if self._delete(sid, reason) == REFUSED]
 
     def _emit(self, kind, sid, at=None):
         event = interfaces.ServerEvent(kind, sid, at)

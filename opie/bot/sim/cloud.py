@@ -88,8 +88,9 @@ class SimCloud(interfaces.Cloud):
         return server.id
 
     def delete_server(self, server_id):
-        server = self.servers[server_id]
-        self._end(server)
+        # Every end the simulation makes is reported as it happens.
+        self._end(self.servers[server_id])
+        return False
 
     def watch(self, callback):
         self._listeners.append(callback)

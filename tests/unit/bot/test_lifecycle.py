@@ -19,6 +19,7 @@ import sqlite3
 import pytest
 
 from opie.bot import cli
+from opie.bot import journal as journal_mod
 from tests.unit.bot import tenant as tenant_mod
 
 JOB = """\
@@ -114,6 +115,33 @@ def test_a_boot_failure_is_no_preemption(tenant):
     counts = tenant.report()['counts']
     assert (counts['boot_failures'], counts['servers_terminated']) == (1, 0)
     assert tenant.nova.live() == []
+
+
+def test_a_server_preempted_as_the_job_ends_is_counted_preempted(tenant):
+    """The cloud takes a server between the client's last poll and its
+    final deletes: the journal and the report count a preemption (billed
+    until the client found it gone), not a delete of the client's."""
+    taken = []
+    append = journal_mod.Journal.append
+
+    def appending(journal, record):
+        append(journal, record)
+        if record['event'] == 'done':
+            taken.append(tenant.nova.live()[0])
+            tenant.nova.servers.delete(taken[0])
+
+    tenant.monkeypatch.setattr(journal_mod.Journal, 'append', appending)
+
+    code, out, err = tenant.run()
+
+    assert code == 0, (out, err)
+    ends = {r['server']: r['event'] for r in tenant.records()
+            if r['event'] in ('server_delete', 'server_preempted')}
+    assert ends[taken[0]] == 'server_preempted'
+    assert list(ends.values()).count('server_preempted') == 1
+    assert tenant.report()['counts']['servers_terminated'] == 1
+    assert tenant.nova.live() == []
+    assert_billed_as_journalled(tenant)
 
 
 def test_a_boot_failure_is_deleted_whenever_the_client_dies(tenant):

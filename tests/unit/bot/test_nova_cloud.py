@@ -148,13 +148,44 @@ def test_own_delete_is_no_preemption():
     servers.status['a'] = 'ACTIVE'
     servers.tags['a'] = [cloud.tag]
 
-    cloud.delete_server('a')
+    assert cloud.delete_server('a') is False
     del servers.status['a']
     cloud.poll(full=True)
 
     assert events == []
     assert servers.deleted == ['a']
     assert [r['event'] for r in journal.records()] == ['server_deleting']
+
+
+@pytest.mark.parametrize('status', [None, 'DELETED', 'SOFT_DELETED'])
+def test_a_server_the_cloud_ended_first_is_reported_ended(status):
+    # Preempted after the last poll, before the job's delete: the delete
+    # says so (the executor journals a preemption), and no poll tells it
+    # again.
+    cloud, servers, journal, events = make()
+    cloud.adopt('a', 'a', nova.ACTIVE)
+    servers.tags['a'] = [cloud.tag]
+    if status is not None:
+        servers.status['a'] = status
+
+    assert cloud.delete_server('a') is True
+    cloud.poll(full=True)
+
+    assert events == []
+    assert servers.deleted == ([] if status is None else ['a'])
+
+
+def test_a_server_deleted_twice_by_the_job_is_no_preemption():
+    cloud, servers, journal, events = make()
+    cloud.adopt('a', 'a', nova.ACTIVE)
+    servers.status['a'] = 'ACTIVE'
+    servers.tags['a'] = [cloud.tag]
+    assert cloud.delete_server('a') is False
+    servers.status['a'] = 'DELETED'
+
+    assert cloud.delete_server('a') is False
+    del servers.status['a']
+    assert cloud.delete_server('a') is False
 
 
 def test_server_without_the_jobs_tag_is_never_deleted():
