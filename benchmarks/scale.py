@@ -56,6 +56,21 @@ state on its first call) on the empty cloud:
   cloud, warmed as a worker is before it serves (``pre_start_hook``,
   untimed, its time and SQL printed apart), then its first call timed.
 
+The machine's speed moves over the minutes between the empty cloud's
+calls and the saturated cloud's (by a third between two phases of one run
+on a shared 2-core machine), and a ratio of calls timed minutes apart
+moves with it. So a **twin**, a second process started with this one
+(``--no-twin``: none), builds an empty cloud of the same nodes and times
+stock's calls there when asked, while this process waits; their calls
+are interleaved with this process's, one at a time, so that drift hits
+both alike:
+
+* **twin, empty**: with the empty cloud's cases, to show that the twin's
+  stock and this process's agree;
+* **twin, empty, later**: with the saturated cloud's cases;
+* **twin, restarted**: a new ``SchedulerManager``'s first call there,
+  with OPIE's restarts.
+
 The stock manager is no RPC service, so it would hear none of the
 compute's instance updates and read every node's instances on every
 request: it shares those the OPIE scheduler service heard, as a stock
@@ -88,14 +103,16 @@ call or not: over five calls, one collection more or less in most of
 them moves a median by that much.
 
 Goals (issue 28): at N = 1000, OPIE/stock median <= 1.1 on the empty
-cloud and <= 1.3 on the saturated cloud (printed against both stock's
-calls on the empty cloud and, interleaved, on the saturated one), and
+cloud and <= 1.3 on the saturated cloud (printed against stock's calls
+on the empty cloud, timed minutes before and, by the twin, alongside,
+and against stock's calls on the saturated one, interleaved), and
 OPIE's first call after a
-restart <= 2.0 x stock's first call after a restart; at N = 5000 the
-same, but <= 1.5 saturated; OPIE's database queries per request do not
-grow with N. Run from the repository root: ``python benchmarks/scale.py
-[--nodes 10 100 1000 5000] [--iterations N] [--collect-between]
-[--no-freeze]``.
+restart <= 2.0 x stock's first call after a restart (printed against
+stock's restarts timed before and, by the twin, alongside); at N = 5000
+the same, but <= 1.5 saturated; OPIE's database queries per request do
+not grow with N. Run from the repository root: ``python
+benchmarks/scale.py [--nodes 10 100 1000 5000] [--iterations N]
+[--collect-between] [--no-freeze] [--no-twin]``.
 """
 import nova.tests.functional  # noqa: F401 (monkey patching comes first)
 
@@ -105,10 +122,13 @@ import contextlib  # noqa: E402
 import copy  # noqa: E402
 import datetime  # noqa: E402
 import gc  # noqa: E402
+import json  # noqa: E402
 import random  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 from unittest import mock  # noqa: E402
@@ -147,7 +167,10 @@ HOURS = 10
 SETTLE_NODES = 250
 CONF = nova.conf.CONF
 ARGS = argparse.Namespace(nodes=[10, 100, 1000], iterations=10, seed=1,
-                          collect_between=False, no_freeze=False)
+                          collect_between=False, no_freeze=False,
+                          twin=False, twin_of=None)
+# How the twin's answers start on its standard output.
+TWIN = 'twin: '
 
 
 class ScaleDriver(harness.PaperDriver):
@@ -215,6 +238,11 @@ class ScaleCloud(cloud.OpieCloud):
         super()._setup_services()
 
     def runTest(self):
+        # Built while this cloud is, and idle until asked.
+        twin = None
+        if ARGS.twin:
+            twin = Twin(self.NODES)
+            self.addCleanup(twin.close)
         self.flags(freeze_after_warm_up=not ARGS.no_freeze, group='opie')
         self.context = nova_context.get_admin_context()
         self.opie = self.scheduler.manager
@@ -234,21 +262,29 @@ class ScaleCloud(cloud.OpieCloud):
         self.addCleanup(self.counter.close)
         self.count_placement_calls(self.counter.placement)
         result = RESULTS[self.NODES] = {}
-        result.update(self.measure({'stock, empty': self.stock,
-                                    'OPIE, empty': self.opie}))
-        result['stock, restarted'] = self.first_calls(
-            lambda: self.started(nova_manager.SchedulerManager))
+        empty = {'stock, empty': self.stock, 'OPIE, empty': self.opie}
+        if twin is not None:
+            twin.ready()
+            empty['twin, empty'] = twin
+        result.update(self.measure(empty))
+        result.update(self.first_calls(
+            'stock, restarted',
+            lambda: self.started(nova_manager.SchedulerManager)))
         self.held = {}
         with _building():
             self.saturate()
         self.preempted = []
         self.stub_out_terminations(self.opie)
+        saturated = {'stock, saturated': self.stock,
+                     'OPIE, saturated': self.opie}
+        if twin is not None:
+            saturated['twin, empty, later'] = twin
         result.update(self.measure(
-            {'stock, saturated': self.stock, 'OPIE, saturated': self.opie},
-            restore={'OPIE, saturated'},
+            saturated, restore={'OPIE, saturated'},
             settle=lambda: self.opie._opie_warm_up(None)))
-        result['OPIE, restarted'] = self.first_calls(
-            self.restarted_opie, restore=True)
+        result.update(self.first_calls('OPIE, restarted',
+                                       self.restarted_opie, restore=True,
+                                       twin=twin))
         result['kept'] = self.kept_memory()
         result['rss'] = resource.getrusage(
             resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -340,19 +376,23 @@ class ScaleCloud(cloud.OpieCloud):
         assert not manager.cold, 'the warm-up failed'
         return manager
 
-    def first_calls(self, restart, restore=False):
-        """A Case of the first call of ``ARGS.iterations`` managers just
-        (re)started by ``restart()``, each once."""
-        case = Case()
-        self.warm_ups = case.warm_ups = []
+    def first_calls(self, name, restart, restore=False, twin=None):
+        """{``name``: a Case of the first call of ``ARGS.iterations``
+        managers just (re)started by ``restart()``, each once}; with a
+        ``twin``, also 'twin, restarted': stock's first calls after a
+        restart in the twin, interleaved."""
+        cases = {name: Case()}
+        if twin is not None:
+            cases['twin, restarted'] = Case()
+        self.warm_ups = cases[name].warm_ups = []
         for _ in range(ARGS.iterations):
+            if twin is not None:
+                cases['twin, restarted'].add(*twin.ask(Twin.RESTARTED))
             # The managers before are garbage, which a restarted process
             # does not hold: collected, untimed.
             gc.collect()
-            elapsed, case.counts = self.select(restart(), restore)
-            case.samples.append(elapsed)
-            case.collecting.append(case.counts[3])
-        return case
+            cases[name].add(*self.select(restart(), restore))
+        return cases
 
     def kept_memory(self):
         """Bytes a warmed worker keeps: a new instance cache warmed as
@@ -375,16 +415,19 @@ class ScaleCloud(cloud.OpieCloud):
         cases = {name: Case() for name in managers}
         for i in range(ARGS.iterations + 1):
             for name, manager in managers.items():
-                elapsed, counts = self.select(manager, name in restore)
+                if isinstance(manager, Twin):
+                    elapsed, counts = manager.ask(Twin.EMPTY)
+                else:
+                    elapsed, counts = self.select(manager, name in restore)
                 if i:
-                    cases[name].samples.append(elapsed)
-                    cases[name].collecting.append(counts[3])
-                    cases[name].counts = counts
+                    cases[name].add(elapsed, counts)
                 else:
                     cases[name].cold = elapsed, counts
             if not i and settle is not None:
                 settle()
         for name, manager in managers.items():
+            if isinstance(manager, Twin):
+                continue        # its memory is its own process's
             tracemalloc.start()
             self.select(manager, name in restore)
             cases[name].peak = tracemalloc.get_traced_memory()[1]
@@ -434,9 +477,89 @@ class Case:
         self.peak = None
         self.warm_ups = None
 
+    def add(self, elapsed, counts):
+        """One timed call: its seconds and counts (as ``select``
+        returns them)."""
+        self.samples.append(elapsed)
+        self.collecting.append(counts[3])
+        self.counts = counts
+
     @property
     def median(self):
         return statistics.median(self.samples)
+
+
+class Twin:
+    """Stock Nova on an empty cloud of the same nodes, in a process of
+    its own, each call timed there when asked: the baseline measured in
+    the same minutes as the calls it is compared with (see the module
+    docstring). The twin builds its cloud while this process builds its
+    own, and waits on its standard input while this one runs."""
+    EMPTY, RESTARTED = 'empty', 'restarted'
+
+    def __init__(self, nodes):
+        self.log = tempfile.TemporaryFile('w+')
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, '--twin-of', str(nodes),
+             '--seed', str(ARGS.seed)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+            text=True, bufsize=1)
+
+    def ready(self):
+        """Wait until the twin's cloud is built (nothing is timed while
+        it builds)."""
+        self._answer()
+
+    def ask(self, what):
+        """Stock's call on the empty cloud (:data:`EMPTY`), or the first
+        call of a stock manager just started (:data:`RESTARTED`), timed by
+        the twin: (seconds, counts) as :meth:`ScaleCloud.select` returns
+        them."""
+        self.process.stdin.write(what + '\n')
+        self.process.stdin.flush()
+        elapsed, counts = self._answer()
+        return elapsed, tuple(counts)
+
+    def _answer(self):
+        for line in self.process.stdout:
+            if line.startswith(TWIN):
+                return json.loads(line[len(TWIN):])
+        self.process.wait()
+        self.log.seek(0)
+        raise RuntimeError('the twin process ended (status %s): %s' % (
+            self.process.returncode, self.log.read()[-3000:]))
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+        self.log.close()
+
+
+class TwinCloud(ScaleCloud):
+    """The twin's side (:class:`Twin`): the empty cloud and stock's
+    scheduler, one timed call per line read."""
+
+    def runTest(self):
+        self.context = nova_context.get_admin_context()
+        self.opie = self.scheduler.manager
+        self.spec = self.request_spec('medium')
+        with _building():
+            self.nodes = self.add_nodes(self.NODES)
+        self.flags(group='filter_scheduler', **STOCK)
+        self.stock = self.started(nova_manager.SchedulerManager)
+        self.counter = Counter()
+        self.addCleanup(self.counter.close)
+        self.count_placement_calls(self.counter.placement)
+        print(TWIN + json.dumps('ready'), flush=True)
+        for line in sys.stdin:
+            if line.strip() == Twin.RESTARTED:
+                # As first_calls does in the other process.
+                gc.collect()
+                manager = self.started(nova_manager.SchedulerManager)
+            else:
+                manager = self.stock
+            print(TWIN + json.dumps(self.select(manager, False)),
+                  flush=True)
 
 
 def _instance(context, node, flavor, launched_at):
@@ -520,9 +643,20 @@ def main():
         '--no-freeze', action='store_true',
         help="OPIE's warm-ups collect their garbage but freeze nothing "
              "([opie] freeze_after_warm_up = False)")
+    parser.add_argument(
+        '--no-twin', dest='twin', action='store_false',
+        help="time stock's calls on the empty cloud only in this process, "
+             "minutes before the saturated cloud's and the restarts' calls, "
+             "not also alongside them in a twin process")
+    parser.add_argument('--twin-of', type=int, help=argparse.SUPPRESS)
+    ARGS.twin = True
     parser.parse_args(namespace=ARGS)
     if min(ARGS.nodes) < 1 or ARGS.iterations < 1:
         parser.error('--nodes and --iterations must be at least 1')
+    if ARGS.twin_of is not None:
+        return 0 if cloud.run_quietly([type(
+            'TwinCloud%d' % ARGS.twin_of, (TwinCloud,),
+            {'NODES': ARGS.twin_of})()]) else 1
     passed = cloud.run_quietly(
         [type('ScaleCloud%d' % n, (ScaleCloud,), {'NODES': n})()
          for n in ARGS.nodes])
@@ -545,7 +679,7 @@ def report():
                    ARGS.collect_between),
                   ("; OPIE's warm-ups freeze nothing", ARGS.no_freeze))
               if on)))
-    print('%6s  %-16s %9s %6s %9s %6s %7s %8s %8s %9s %9s' % (
+    print('%6s  %-18s %9s %6s %9s %6s %7s %8s %8s %9s %9s' % (
         'nodes', 'case', 'median', 'ratio', 'mean', 'gc ms', 'full gc',
         'nova SQL', 'plc SQL', 'plc calls', 'peak MB'))
     for nodes, cases in RESULTS.items():
@@ -561,7 +695,7 @@ def report():
                    statements.get('placement', 0), len(calls),
                    '-' if case.peak is None else '%.1f' % (
                        case.peak / 2 ** 20))
-            print('%6d  %-16s %7.1f ms %6.2f %6.1f ms %6.0f %7.1f %8d %8d '
+            print('%6d  %-18s %7.1f ms %6.2f %6.1f ms %6.0f %7.1f %8d %8d '
                   '%9d %9s' % row)
         elapsed, (queries, _, _, _) = cases['OPIE, saturated'].cold
         print('%6d  OPIE, saturated, first call (instances read and '
@@ -579,6 +713,8 @@ def report():
                   nodes, first.median * 1000,
                   cases['stock, restarted'].median * 1000,
                   first.median / cases['stock, restarted'].median))
+        if 'twin, empty' in cases:
+            _report_alongside(nodes, cases)
         print('%6d  OPIE warm-up before serving (pre_start_hook, untimed '
               'above): %.1f ms, %d nova SQL' % (
                   nodes, statistics.median(t for t, _ in first.warm_ups)
@@ -593,6 +729,26 @@ def report():
     print('Goals at 1000 nodes: OPIE/stock <= 1.1 empty, <= 1.3 saturated; '
           'at 5000, <= 1.5 saturated; first call after a restart <= 2.0 x '
           'stock\'s; nova SQL of OPIE constant in N.')
+
+
+def _report_alongside(nodes, cases):
+    """The ratios against stock on the empty cloud timed by the twin
+    in the same minutes, and how the twin agrees with this process."""
+    twin = cases['twin, empty']
+    print('%6d  the twin against this process, empty cloud, interleaved: '
+          'stock %.1f ms / %.1f ms = %.2f' % (
+              nodes, twin.median * 1000,
+              cases['stock, empty'].median * 1000,
+              twin.median / cases['stock, empty'].median))
+    for label, opie, stock in (
+            ('saturated cloud', 'OPIE, saturated', 'twin, empty, later'),
+            ('first call after a restart', 'OPIE, restarted',
+             'twin, restarted')):
+        print('%6d  %s against stock on the empty cloud timed alongside '
+              '(twin): OPIE %.1f ms / stock %.1f ms = %.2f' % (
+                  nodes, label, cases[opie].median * 1000,
+                  cases[stock].median * 1000,
+                  cases[opie].median / cases[stock].median))
 
 
 if __name__ == '__main__':
