@@ -57,19 +57,22 @@ state on its first call) on the empty cloud:
   untimed, its time and SQL printed apart), then its first call timed.
 
 The machine's speed moves over the minutes between the empty cloud's
-calls and the saturated cloud's (by a third between two phases of one run
-on a shared 2-core machine), and a ratio of calls timed minutes apart
-moves with it. So a **twin**, a second process started with this one
-(``--no-twin``: none), builds an empty cloud of the same nodes and times
-stock's calls there when asked, while this process waits; their calls
-are interleaved with this process's, one at a time, so that drift hits
-both alike:
-
-* **twin, empty**: with the empty cloud's cases, to show that the twin's
-  stock and this process's agree;
-* **twin, empty, later**: with the saturated cloud's cases;
-* **twin, restarted**: a new ``SchedulerManager``'s first call there,
-  with OPIE's restarts.
+calls and the saturated cloud's (stock's saturated calls came out a third
+faster than its empty cloud's in one run on a shared 2-core machine), and
+a ratio of calls timed minutes apart moves with it. So a **twin**, a
+second process started with this one (``--no-twin``: none), builds an
+empty cloud of the same nodes and, when asked, times one call of stock's
+there, always the same, while this process waits: a meter of the
+machine's speed. Its calls are interleaved with those of each phase
+(``twin: ...`` rows): the empty cloud's cases, stock's restarts, the
+saturated cloud's cases and OPIE's restarts. The saturated ratio is then
+printed corrected for drift, against stock's empty calls times the twin's
+saturated phase over its empty phase, and the restart ratio against
+stock's restarts times the twin's beside OPIE's restarts over its beside
+stock's. The twin is no baseline itself: on the same empty cloud, in the
+same minutes, its calls took 0.87 of this process's stock's in one run
+(the two processes hold and have run different things); what it tells is
+how its own calls move from phase to phase.
 
 The stock manager is no RPC service, so it would hear none of the
 compute's instance updates and read every node's instances on every
@@ -104,15 +107,13 @@ them moves a median by that much.
 
 Goals (issue 28): at N = 1000, OPIE/stock median <= 1.1 on the empty
 cloud and <= 1.3 on the saturated cloud (printed against stock's calls
-on the empty cloud, timed minutes before and, by the twin, alongside,
-and against stock's calls on the saturated one, interleaved), and
-OPIE's first call after a
-restart <= 2.0 x stock's first call after a restart (printed against
-stock's restarts timed before and, by the twin, alongside); at N = 5000
-the same, but <= 1.5 saturated; OPIE's database queries per request do
-not grow with N. Run from the repository root: ``python
-benchmarks/scale.py [--nodes 10 100 1000 5000] [--iterations N]
-[--collect-between] [--no-freeze] [--no-twin]``.
+on the empty cloud, as timed and corrected for drift, and against stock's
+calls on the saturated one, interleaved), and OPIE's first call after a
+restart <= 2.0 x stock's first call after a restart (as timed and
+corrected for drift); at N = 5000 the same, but <= 1.5 saturated; OPIE's
+database queries per request do not grow with N. Run from the repository
+root: ``python benchmarks/scale.py [--nodes 10 100 1000 5000]
+[--iterations N] [--collect-between] [--no-freeze] [--no-twin]``.
 """
 import nova.tests.functional  # noqa: F401 (monkey patching comes first)
 
@@ -265,11 +266,12 @@ class ScaleCloud(cloud.OpieCloud):
         empty = {'stock, empty': self.stock, 'OPIE, empty': self.opie}
         if twin is not None:
             twin.ready()
-            empty['twin, empty'] = twin
+            empty[Twin.EMPTY] = twin
         result.update(self.measure(empty))
         result.update(self.first_calls(
             'stock, restarted',
-            lambda: self.started(nova_manager.SchedulerManager)))
+            lambda: self.started(nova_manager.SchedulerManager),
+            twin=twin and (twin, Twin.STOCK_RESTARTS)))
         self.held = {}
         with _building():
             self.saturate()
@@ -278,13 +280,13 @@ class ScaleCloud(cloud.OpieCloud):
         saturated = {'stock, saturated': self.stock,
                      'OPIE, saturated': self.opie}
         if twin is not None:
-            saturated['twin, empty, later'] = twin
+            saturated[Twin.SATURATED] = twin
         result.update(self.measure(
             saturated, restore={'OPIE, saturated'},
             settle=lambda: self.opie._opie_warm_up(None)))
-        result.update(self.first_calls('OPIE, restarted',
-                                       self.restarted_opie, restore=True,
-                                       twin=twin))
+        result.update(self.first_calls(
+            'OPIE, restarted', self.restarted_opie, restore=True,
+            twin=twin and (twin, Twin.OPIE_RESTARTS)))
         result['kept'] = self.kept_memory()
         result['rss'] = resource.getrusage(
             resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -378,16 +380,17 @@ class ScaleCloud(cloud.OpieCloud):
 
     def first_calls(self, name, restart, restore=False, twin=None):
         """{``name``: a Case of the first call of ``ARGS.iterations``
-        managers just (re)started by ``restart()``, each once}; with a
-        ``twin``, also 'twin, restarted': stock's first calls after a
-        restart in the twin, interleaved."""
+        managers just (re)started by ``restart()``, each once}; with
+        ``twin``, (a Twin, its case's name), that case too, its calls
+        interleaved."""
         cases = {name: Case()}
-        if twin is not None:
-            cases['twin, restarted'] = Case()
         self.warm_ups = cases[name].warm_ups = []
+        if twin:
+            twin, twin_case = twin
+            cases[twin_case] = Case()
         for _ in range(ARGS.iterations):
-            if twin is not None:
-                cases['twin, restarted'].add(*twin.ask(Twin.RESTARTED))
+            if twin:
+                cases[twin_case].add(*twin.ask())
             # The managers before are garbage, which a restarted process
             # does not hold: collected, untimed.
             gc.collect()
@@ -416,7 +419,7 @@ class ScaleCloud(cloud.OpieCloud):
         for i in range(ARGS.iterations + 1):
             for name, manager in managers.items():
                 if isinstance(manager, Twin):
-                    elapsed, counts = manager.ask(Twin.EMPTY)
+                    elapsed, counts = manager.ask()
                 else:
                     elapsed, counts = self.select(manager, name in restore)
                 if i:
@@ -491,11 +494,15 @@ class Case:
 
 class Twin:
     """Stock Nova on an empty cloud of the same nodes, in a process of
-    its own, each call timed there when asked: the baseline measured in
-    the same minutes as the calls it is compared with (see the module
-    docstring). The twin builds its cloud while this process builds its
-    own, and waits on its standard input while this one runs."""
-    EMPTY, RESTARTED = 'empty', 'restarted'
+    its own, one call timed there when asked: a meter of the machine's
+    speed in each phase (see the module docstring). The twin builds its
+    cloud while this process builds its own, and waits on its standard
+    input while this one runs."""
+    # Its cases: the phases it is timed beside.
+    EMPTY = 'twin: empty cloud'
+    STOCK_RESTARTS = "twin: stock's restarts"
+    SATURATED = 'twin: saturated'
+    OPIE_RESTARTS = "twin: OPIE's restarts"
 
     def __init__(self, nodes):
         self.log = tempfile.TemporaryFile('w+')
@@ -510,12 +517,10 @@ class Twin:
         it builds)."""
         self._answer()
 
-    def ask(self, what):
-        """Stock's call on the empty cloud (:data:`EMPTY`), or the first
-        call of a stock manager just started (:data:`RESTARTED`), timed by
-        the twin: (seconds, counts) as :meth:`ScaleCloud.select` returns
-        them."""
-        self.process.stdin.write(what + '\n')
+    def ask(self):
+        """Stock's call on the twin's cloud, timed there: (seconds,
+        counts) as :meth:`ScaleCloud.select` returns them."""
+        self.process.stdin.write('call\n')
         self.process.stdin.flush()
         elapsed, counts = self._answer()
         return elapsed, tuple(counts)
@@ -551,14 +556,8 @@ class TwinCloud(ScaleCloud):
         self.addCleanup(self.counter.close)
         self.count_placement_calls(self.counter.placement)
         print(TWIN + json.dumps('ready'), flush=True)
-        for line in sys.stdin:
-            if line.strip() == Twin.RESTARTED:
-                # As first_calls does in the other process.
-                gc.collect()
-                manager = self.started(nova_manager.SchedulerManager)
-            else:
-                manager = self.stock
-            print(TWIN + json.dumps(self.select(manager, False)),
+        for _ in sys.stdin:
+            print(TWIN + json.dumps(self.select(self.stock, False)),
                   flush=True)
 
 
@@ -645,9 +644,8 @@ def main():
              "([opie] freeze_after_warm_up = False)")
     parser.add_argument(
         '--no-twin', dest='twin', action='store_false',
-        help="time stock's calls on the empty cloud only in this process, "
-             "minutes before the saturated cloud's and the restarts' calls, "
-             "not also alongside them in a twin process")
+        help="start no twin process to meter the machine's speed in "
+             "each phase: no ratio is corrected for drift")
     parser.add_argument('--twin-of', type=int, help=argparse.SUPPRESS)
     ARGS.twin = True
     parser.parse_args(namespace=ARGS)
@@ -679,7 +677,7 @@ def report():
                    ARGS.collect_between),
                   ("; OPIE's warm-ups freeze nothing", ARGS.no_freeze))
               if on)))
-    print('%6s  %-18s %9s %6s %9s %6s %7s %8s %8s %9s %9s' % (
+    print('%6s  %-22s %9s %6s %9s %6s %7s %8s %8s %9s %9s' % (
         'nodes', 'case', 'median', 'ratio', 'mean', 'gc ms', 'full gc',
         'nova SQL', 'plc SQL', 'plc calls', 'peak MB'))
     for nodes, cases in RESULTS.items():
@@ -695,7 +693,7 @@ def report():
                    statements.get('placement', 0), len(calls),
                    '-' if case.peak is None else '%.1f' % (
                        case.peak / 2 ** 20))
-            print('%6d  %-18s %7.1f ms %6.2f %6.1f ms %6.0f %7.1f %8d %8d '
+            print('%6d  %-22s %7.1f ms %6.2f %6.1f ms %6.0f %7.1f %8d %8d '
                   '%9d %9s' % row)
         elapsed, (queries, _, _, _) = cases['OPIE, saturated'].cold
         print('%6d  OPIE, saturated, first call (instances read and '
@@ -713,8 +711,8 @@ def report():
                   nodes, first.median * 1000,
                   cases['stock, restarted'].median * 1000,
                   first.median / cases['stock, restarted'].median))
-        if 'twin, empty' in cases:
-            _report_alongside(nodes, cases)
+        if Twin.EMPTY in cases:
+            _report_drift(nodes, cases)
         print('%6d  OPIE warm-up before serving (pre_start_hook, untimed '
               'above): %.1f ms, %d nova SQL' % (
                   nodes, statistics.median(t for t, _ in first.warm_ups)
@@ -731,24 +729,21 @@ def report():
           'stock\'s; nova SQL of OPIE constant in N.')
 
 
-def _report_alongside(nodes, cases):
-    """The ratios against stock on the empty cloud timed by the twin
-    in the same minutes, and how the twin agrees with this process."""
-    twin = cases['twin, empty']
-    print('%6d  the twin against this process, empty cloud, interleaved: '
-          'stock %.1f ms / %.1f ms = %.2f' % (
-              nodes, twin.median * 1000,
-              cases['stock, empty'].median * 1000,
-              twin.median / cases['stock, empty'].median))
-    for label, opie, stock in (
-            ('saturated cloud', 'OPIE, saturated', 'twin, empty, later'),
+def _report_drift(nodes, cases):
+    """The saturated and restart ratios corrected for drift, as the twin
+    measured it."""
+    for label, opie, stock, early, late in (
+            ('saturated cloud', 'OPIE, saturated', 'stock, empty',
+             Twin.EMPTY, Twin.SATURATED),
             ('first call after a restart', 'OPIE, restarted',
-             'twin, restarted')):
-        print('%6d  %s against stock on the empty cloud timed alongside '
-              '(twin): OPIE %.1f ms / stock %.1f ms = %.2f' % (
+             'stock, restarted', Twin.STOCK_RESTARTS, Twin.OPIE_RESTARTS)):
+        drift = cases[late].median / cases[early].median
+        print('%6d  %s, corrected for drift: OPIE %.1f ms / (stock %.1f ms '
+              'x the twin %.1f / %.1f ms = %.2f) = %.2f' % (
                   nodes, label, cases[opie].median * 1000,
-                  cases[stock].median * 1000,
-                  cases[opie].median / cases[stock].median))
+                  cases[stock].median * 1000, cases[late].median * 1000,
+                  cases[early].median * 1000, drift,
+                  cases[opie].median / (cases[stock].median * drift)))
 
 
 if __name__ == '__main__':
