@@ -164,9 +164,10 @@ class Executor:
         server.end(self.now())
         if ended_first:
             # Preempted since the last poll: the caller has dealt with its
-            # tasks; the report counts it with the preemptions.
+            # tasks; the report counts it with the preemptions (a
+            # ``reason`` would be read as how it ended).
             self._log('server_preempted', server=server.id, tasks=0,
-                      reason=reason)
+                      found_deleting=reason)
         else:
             self._log('server_delete', server=server.id, reason=reason)
 

@@ -384,16 +384,22 @@ class NovaCloud(interfaces.Cloud):
             server_id not in self.deleting
             and (server is None or server.status in ENDED_STATUSES)) \
             else DELETING
-        if server is not None:
-            if self.tag not in (server.tags or []):
-                self.journal.append({'t': self.clock.now(),
-                                     'event': 'refused_delete',
-                                     'server': server_id})
-                return REFUSED
+        tagged = server is not None and self.tag in (server.tags or [])
+        if server is not None and not tagged and outcome != ENDED:
             self.journal.append({'t': self.clock.now(),
-                                 'event': 'server_deleting',
-                                 'server': server_id, 'reason': reason})
-            self.deleting.add(server_id)
+                                 'event': 'refused_delete',
+                                 'server': server_id})
+            return REFUSED
+        if tagged:
+            if outcome == DELETING:
+                # The intent first: a resumed client then knows it was
+                # this client's delete. One the cloud ended (soft deleted)
+                # is only purged: a resumed client finds it gone, ended
+                # by the cloud, as this one does.
+                self.journal.append({'t': self.clock.now(),
+                                     'event': 'server_deleting',
+                                     'server': server_id, 'reason': reason})
+                self.deleting.add(server_id)
             try:
                 self.nova.servers.delete(server_id)
             except nova_exc.NotFound:

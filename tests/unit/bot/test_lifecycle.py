@@ -139,7 +139,10 @@ def test_a_server_preempted_as_the_job_ends_is_counted_preempted(tenant):
             if r['event'] in ('server_delete', 'server_preempted')}
     assert ends[taken[0]] == 'server_preempted'
     assert list(ends.values()).count('server_preempted') == 1
-    assert tenant.report()['counts']['servers_terminated'] == 1
+    report = tenant.report()
+    assert report['counts']['servers_terminated'] == 1
+    (row,) = [s for s in report['servers'] if s['server'] == taken[0]]
+    assert row['end_reason'] == 'preempted'
     assert tenant.nova.live() == []
     assert_billed_as_journalled(tenant)
 
