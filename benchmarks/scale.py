@@ -506,9 +506,13 @@ class Twin:
 
     def __init__(self, nodes):
         self.log = tempfile.TemporaryFile('w+')
+        # Its calls are made as this process's are.
+        flags = [flag for flag, on in (
+            ('--collect-between', ARGS.collect_between),
+            ('--no-freeze', ARGS.no_freeze)) if on]
         self.process = subprocess.Popen(
             [sys.executable, __file__, '--twin-of', str(nodes),
-             '--seed', str(ARGS.seed)],
+             '--seed', str(ARGS.seed)] + flags,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
             text=True, bufsize=1)
 
@@ -520,8 +524,11 @@ class Twin:
     def ask(self):
         """Stock's call on the twin's cloud, timed there: (seconds,
         counts) as :meth:`ScaleCloud.select` returns them."""
-        self.process.stdin.write('call\n')
-        self.process.stdin.flush()
+        try:
+            self.process.stdin.write('call\n')
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pass        # it ended: _answer says how
         elapsed, counts = self._answer()
         return elapsed, tuple(counts)
 
@@ -535,7 +542,10 @@ class Twin:
             self.process.returncode, self.log.read()[-3000:]))
 
     def close(self):
-        self.process.stdin.close()
+        try:
+            self.process.stdin.close()
+        except BrokenPipeError:
+            pass
         self.process.wait()
         self.log.close()
 
@@ -555,10 +565,11 @@ class TwinCloud(ScaleCloud):
         self.counter = Counter()
         self.addCleanup(self.counter.close)
         self.count_placement_calls(self.counter.placement)
-        print(TWIN + json.dumps('ready'), flush=True)
+        # To the pipe, whatever the test case captures (OS_STDOUT_CAPTURE).
+        print(TWIN + json.dumps('ready'), file=sys.__stdout__, flush=True)
         for _ in sys.stdin:
             print(TWIN + json.dumps(self.select(self.stock, False)),
-                  flush=True)
+                  file=sys.__stdout__, flush=True)
 
 
 def _instance(context, node, flavor, launched_at):
