@@ -240,10 +240,10 @@ class ScaleCloud(cloud.OpieCloud):
 
     def runTest(self):
         # Built while this cloud is, and idle until asked.
-        twin = None
+        self.twin = None
         if ARGS.twin:
-            twin = Twin(self.NODES)
-            self.addCleanup(twin.close)
+            self.twin = Twin(self.NODES)
+            self.addCleanup(self.twin.close)
         self.flags(freeze_after_warm_up=not ARGS.no_freeze, group='opie')
         self.context = nova_context.get_admin_context()
         self.opie = self.scheduler.manager
@@ -264,14 +264,14 @@ class ScaleCloud(cloud.OpieCloud):
         self.count_placement_calls(self.counter.placement)
         result = RESULTS[self.NODES] = {}
         empty = {'stock, empty': self.stock, 'OPIE, empty': self.opie}
-        if twin is not None:
-            twin.ready()
-            empty[Twin.EMPTY] = twin
+        if self.twin is not None:
+            self.twin.ready()
+            empty[Twin.EMPTY] = self.twin
         result.update(self.measure(empty))
         result.update(self.first_calls(
             'stock, restarted',
             lambda: self.started(nova_manager.SchedulerManager),
-            twin=twin and (twin, Twin.STOCK_RESTARTS)))
+            twin_case=Twin.STOCK_RESTARTS))
         self.held = {}
         with _building():
             self.saturate()
@@ -279,14 +279,14 @@ class ScaleCloud(cloud.OpieCloud):
         self.stub_out_terminations(self.opie)
         saturated = {'stock, saturated': self.stock,
                      'OPIE, saturated': self.opie}
-        if twin is not None:
-            saturated[Twin.SATURATED] = twin
+        if self.twin is not None:
+            saturated[Twin.SATURATED] = self.twin
         result.update(self.measure(
             saturated, restore={'OPIE, saturated'},
             settle=lambda: self.opie._opie_warm_up(None)))
         result.update(self.first_calls(
             'OPIE, restarted', self.restarted_opie, restore=True,
-            twin=twin and (twin, Twin.OPIE_RESTARTS)))
+            twin_case=Twin.OPIE_RESTARTS))
         result['kept'] = self.kept_memory()
         result['rss'] = resource.getrusage(
             resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -378,19 +378,18 @@ class ScaleCloud(cloud.OpieCloud):
         assert not manager.cold, 'the warm-up failed'
         return manager
 
-    def first_calls(self, name, restart, restore=False, twin=None):
+    def first_calls(self, name, restart, restore=False, twin_case=None):
         """{``name``: a Case of the first call of ``ARGS.iterations``
-        managers just (re)started by ``restart()``, each once}; with
-        ``twin``, (a Twin, its case's name), that case too, its calls
-        interleaved."""
+        managers just (re)started by ``restart()``, each once}; with a
+        twin, ``twin_case`` too: the twin's calls, interleaved."""
         cases = {name: Case()}
         self.warm_ups = cases[name].warm_ups = []
-        if twin:
-            twin, twin_case = twin
+        beside = self.twin is not None and twin_case is not None
+        if beside:
             cases[twin_case] = Case()
         for _ in range(ARGS.iterations):
-            if twin:
-                cases[twin_case].add(*twin.ask())
+            if beside:
+                cases[twin_case].add(*self.twin.ask())
             # The managers before are garbage, which a restarted process
             # does not hold: collected, untimed.
             gc.collect()
