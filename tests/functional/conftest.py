@@ -17,13 +17,9 @@
 * nova's ``TestCase._clear_attrs`` deletes every public attribute of a
   test in cleanup, including the bound test method pytest later deletes
   itself (AttributeError); keep ``test*`` attributes.
-* ``--shard K/N`` runs every Nth test collected, from the Kth: N pytest
-  processes given 1/N to N/N run the suite between them, each test once
-  (tools/quickstart.py runs the suite so, on each core). Tests share
-  nothing across processes (in-memory databases, wsgi-intercept instead
-  of ports, a temporary directory each), and neighbouring tests (of one
-  class, one file) cost about the same, so every Nth balances the
-  processes.
+* Tests share nothing across processes (in-memory databases,
+  wsgi-intercept instead of ports, a temporary directory each), so
+  ``--shard`` (``tests/conftest.py``) may split them.
 * A failing test's report starts with its exception and traceback.
   pytest cannot read the exceptions testtools reports (no traceback
   object) and prints them as text: every captured log first, the
@@ -89,28 +85,3 @@ def pytest_runtest_makereport(item, call):
         reordered = traceback_first(str(report.longrepr))
         if reordered is not None:
             report.longrepr = reordered
-
-
-def pytest_addoption(parser):
-    parser.addoption('--shard', default='1/1', metavar='K/N',
-                     help='run every Nth test collected, from the Kth')
-
-
-def _shard(value):
-    try:
-        k, n = (int(part) for part in value.split('/'))
-    except ValueError:
-        k = n = 0
-    if not 1 <= k <= n:
-        raise pytest.UsageError('--shard %s: expected K/N with 1 <= K <= N'
-                                % value)
-    return k, n
-
-
-def pytest_collection_modifyitems(config, items):
-    k, n = _shard(config.getoption('shard'))
-    if n == 1:
-        return
-    config.hook.pytest_deselected(items=[
-        item for index, item in enumerate(items) if index % n != k - 1])
-    items[:] = items[k - 1::n]
