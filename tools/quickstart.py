@@ -17,8 +17,9 @@ Needs only Python 3.11. Creates ``.venv`` next to this repository, installs
 OPIE into it with Nova and Placement (the demo runs them in-process; ``test``
 adds the test tools), then runs the demo or the test suites: tox's ``py3``
 (tests/unit), ``functional`` (tests/functional) and ``pep8``, their
-commands read from tox.ini (``test PATH... [pytest options]`` runs those
-paths of the first two only).
+commands read from tox.ini, style first and the functional tests last
+(``test PATH... [pytest options]`` runs those paths of the first two
+only).
 Re-running skips the install while setup.cfg and requirements.txt are
 unchanged.
 """
@@ -89,14 +90,16 @@ def demo():
 # tox.ini, so that this command (and CI, which runs it) runs exactly them.
 SUITES = {'py3': 'testenv', 'functional': 'testenv:functional',
           'pep8': 'testenv:pep8'}
-# The unit and functional tests run in separate processes (as in tox): Nova's
-# functional fixtures monkey-patch the interpreter, which must not leak into
-# the unit tests. opie-bot's functional tests mostly wait for the client they
-# drive, so they run in a process of their own beside the rest of the
-# functional suite (a quarter of its time). The rest, which keeps a core
-# busy, is split between SHARDS processes (tests/functional/conftest.py's
-# --shard), one a core of CI's two. The first shard's output comes as it
-# runs, the other processes' after it.
+# The stages of a whole run, cheapest first, so that a failure is told
+# within minutes: style (tox -e pep8), then the unit tests, then the
+# functional tests; a stage that fails ends the run. The unit and
+# functional tests run in separate processes (as in tox): Nova's
+# functional fixtures monkey-patch the interpreter, which must not leak
+# into the unit tests. Each suite is split between SHARDS processes (the
+# root conftest's --shard), one a core of CI's two. opie-bot's functional
+# tests mostly wait for the client they drive, so they run in a process
+# of their own beside the functional shards. The first process's output
+# of a stage comes as it runs, the others' after it.
 BOT = 'tests/functional/bot'
 SHARDS = 2
 # pytest's status when no test was selected: a process that runs none of
@@ -126,17 +129,21 @@ def _under(path, suite):
     return path == suite or path.startswith((suite + '/', suite + '::'))
 
 
+def _sharded(command, extra=()):
+    return [command + list(extra) + ['--shard', '%d/%d' % (shard, SHARDS)]
+            for shard in range(1, SHARDS + 1)]
+
+
 def _processes(commands):
-    """(test directory, a directory it leaves out or None, its command
-    without the directory) of each pytest process, in the order they
-    start."""
+    """The two stages of pytest processes, unit and functional: (test
+    directory, a directory it leaves out or None, its command without the
+    directory) of each, in the order they start."""
     unit, unit_command = _split(commands['py3'])
     functional, functional_command = _split(commands['functional'])
-    shards = [(functional, BOT, functional_command + [
-        '--ignore', BOT, '--shard', '%d/%d' % (shard, SHARDS)])
-        for shard in range(1, SHARDS + 1)]
-    return [(unit, None, unit_command)] + shards + [
-        (BOT, None, functional_command)]
+    return ([(unit, None, command) for command in _sharded(unit_command)],
+            [(functional, BOT, command) for command in _sharded(
+                functional_command, ['--ignore', BOT])]
+            + [(BOT, None, functional_command)])
 
 
 def _targets(directory, excluded, paths):
@@ -175,30 +182,38 @@ def _side_by_side(commands):
     return codes
 
 
+def _failed(codes):
+    return [c for c in codes if c not in (0, NO_TESTS)]
+
+
 def test():
     args = sys.argv[2:]
     paths = [a for a in args if a == 'tests' or a.startswith('tests/')]
     options = [a for a in args if a not in paths]
     commands = suites()
-    unit, *functional = [
-        _in_venv(command) + targets + options if targets else None
-        for directory, excluded, command in _processes(commands)
-        for targets in [_targets(directory, excluded, paths)]]
-    functional = [command for command in functional if command]
-    if not (unit or functional):
+    stages = [[_in_venv(command) + targets + options
+               for directory, excluded, command in stage
+               for targets in [_targets(directory, excluded, paths)]
+               if targets]
+              for stage in _processes(commands)]
+    if not any(stages):
         print('quickstart test: %s: no unit or functional tests there (the '
               'lab runs tests/integration: python3 tools/lab.py test)'
               % ' '.join(paths), file=sys.stderr)
         return 2
-    codes = _wait([start(unit)]) if unit else []
-    if functional:
-        codes += _side_by_side(functional)
     if not args:
         # Style, as tox -e pep8 checks it, on a whole run only.
-        codes.append(run(_in_venv(commands['pep8'])))
-    failed = [c for c in codes if c not in (0, NO_TESTS)]
-    if failed:
-        return failed[0]
+        stages.insert(0, [_in_venv(commands['pep8'])])
+    stages = [stage for stage in stages if stage]
+    codes = []
+    for index, stage in enumerate(stages):
+        codes += _side_by_side(stage)
+        failed = _failed(codes)
+        if failed:
+            if index + 1 < len(stages):
+                print('quickstart test: that stage failed (exit %d); the '
+                      'later ones did not run' % failed[0], flush=True)
+            return failed[0]
     return NO_TESTS if codes and set(codes) == {NO_TESTS} else 0
 
 

@@ -10,9 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The README's test command runs tox's suites, read from tox.ini: the
-unit tests, the functional tests (shared between two processes, opie-bot's
-in a third beside them) and style."""
+"""The README's test command runs tox's suites, read from tox.ini: style,
+then the unit tests (shared between two processes), then the functional
+tests (shared between two processes, opie-bot's in a third beside them);
+a stage that fails ends the run."""
 import importlib.util
 import pathlib
 import types
@@ -37,6 +38,20 @@ commands =
 commands =
     flake8 opie
 """
+# What a whole run starts, in this order: style, unit, functional.
+WHOLE_RUN = [
+    'bin/flake8 opie',
+    'bin/python -m pytest -x --shard 1/2 tests/unit',
+    'bin/python -m pytest -x --shard 2/2 tests/unit',
+    'bin/python -m pytest -q --ignore tests/functional/bot --shard 1/2 '
+    'tests/functional',
+    'bin/python -m pytest -q --ignore tests/functional/bot --shard 2/2 '
+    'tests/functional',
+    'bin/python -m pytest -q tests/functional/bot']
+
+
+class Started(list):
+    """The commands started, and the exit code each is to give."""
 
 
 @pytest.fixture
@@ -45,13 +60,16 @@ def started(tmp_path, monkeypatch):
     (tmp_path / 'tox.ini').write_text(TOX)
     monkeypatch.setattr(quickstart, 'ROOT', tmp_path)
     monkeypatch.setattr(quickstart, 'BIN', tmp_path / 'bin')
-    argvs = []
+    argvs = Started()
+    codes = {}
 
     def start(argv, **kwargs):
         argvs.append(' '.join(argv).replace(str(tmp_path) + '/', ''))
-        return types.SimpleNamespace(wait=lambda: 0)
+        code = codes.get(argvs[-1], 0)
+        return types.SimpleNamespace(wait=lambda: code)
 
     monkeypatch.setattr(quickstart, 'start', start)
+    argvs.exit_codes = codes
     return argvs
 
 
@@ -59,14 +77,31 @@ def test_a_whole_run_is_toxs_three_suites(started, monkeypatch):
     monkeypatch.setattr('sys.argv', ['quickstart.py', 'test'])
 
     assert quickstart.test() == 0
-    assert started == [
-        'bin/python -m pytest -x tests/unit',
-        'bin/python -m pytest -q --ignore tests/functional/bot --shard 1/2 '
-        'tests/functional',
-        'bin/python -m pytest -q --ignore tests/functional/bot --shard 2/2 '
-        'tests/functional',
-        'bin/python -m pytest -q tests/functional/bot',
-        'bin/flake8 opie']
+    assert started == WHOLE_RUN
+
+
+@pytest.mark.parametrize('failing, started_until', [
+    ('bin/flake8 opie', 1),
+    ('bin/python -m pytest -x --shard 2/2 tests/unit', 3)])
+def test_a_failing_stage_ends_the_run(started, monkeypatch, capsys,
+                                      failing, started_until):
+    monkeypatch.setattr('sys.argv', ['quickstart.py', 'test'])
+    started.exit_codes[failing] = 1
+
+    assert quickstart.test() == 1
+    assert started == WHOLE_RUN[:started_until]
+    assert 'the later ones did not run' in capsys.readouterr().out
+
+
+def test_no_tests_selected_in_one_shard_is_no_failure(started,
+                                                      monkeypatch):
+    monkeypatch.setattr('sys.argv', [
+        'quickstart.py', 'test', 'tests/unit/test_layout.py'])
+    started.exit_codes[
+        'bin/python -m pytest -x --shard 2/2 tests/unit/test_layout.py'] = \
+        quickstart.NO_TESTS
+
+    assert quickstart.test() == 0
 
 
 def test_paths_asked_for_run_in_their_suites_process(started, monkeypatch):
@@ -76,7 +111,10 @@ def test_paths_asked_for_run_in_their_suites_process(started, monkeypatch):
 
     assert quickstart.test() == 0
     assert started == [
-        'bin/python -m pytest -x tests/unit/test_layout.py -k budget',
+        'bin/python -m pytest -x --shard 1/2 tests/unit/test_layout.py -k '
+        'budget',
+        'bin/python -m pytest -x --shard 2/2 tests/unit/test_layout.py -k '
+        'budget',
         'bin/python -m pytest -q --ignore tests/functional/bot --shard 1/2 '
         'tests/functional/plugin -k budget',
         'bin/python -m pytest -q --ignore tests/functional/bot --shard 2/2 '
