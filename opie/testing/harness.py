@@ -36,7 +36,14 @@ Placement), exactly as Nova tests itself, with:
   :data:`LOAD_MARGIN` times the span, Nova's own wait then giving the
   verdict (and a failure's message): a server here changes state within
   hundredths of a second, so the half-second sleeps were most of a
-  functional test's time.
+  functional test's time. A server's state and host are looked for in
+  its cell database (:meth:`OpieHarness._server_fields`), a few
+  milliseconds, not through the API (tens of milliseconds of the same
+  process's CPU, which the boot waited for); Nova's wait then reads the
+  API once;
+* each test's wall time split into its phases (:class:`PhaseClock`): the
+  harness, the test's own set-up after it (the fill), the test method
+  and the clean-up, which ``tests/functional/conftest.py`` prints.
 
 Import ``nova.tests.functional`` before this module: Nova decides there how
 to monkey patch, before anything else of Nova is loaded.
@@ -56,6 +63,10 @@ from sqlalchemy import pool as sqla_pool
 from sqlalchemy.engine import url as sqla_url
 import yaml
 
+from nova.api.openstack import common as api_common
+from nova import context as nova_context
+from nova import exception as nova_exception
+from nova import objects
 from nova.tests.functional.api import client as api_client
 from nova.tests.functional import integrated_helpers
 from nova.virt import fake
@@ -80,6 +91,14 @@ LOAD_MARGIN = 6
 # Seconds a background termination may take before a test fails (a hang,
 # not a timing check).
 TERMINATION_TIMEOUT = 60
+# The server fields of the API that its cell database row tells.
+DB_FIELDS = {
+    'status': lambda i: api_common.status_from_state(i.vm_state,
+                                                     i.task_state),
+    'OS-EXT-STS:vm_state': lambda i: i.vm_state,
+    'OS-EXT-STS:task_state': lambda i: i.task_state,
+    'OS-EXT-SRV-ATTR:host': lambda i: i.host,
+}
 NOVA_FILTERS = ['ComputeFilter', 'ComputeCapabilitiesFilter',
                 'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
                 'ServerGroupAffinityFilter']
@@ -148,6 +167,32 @@ class DatabasesKept(fixtures.Fixture):
             'oslo_db.sqlalchemy.engines.create_engine', kept))
 
 
+class PhaseClock:
+    """Marks of one test's phases: ``start`` (its set-up begins),
+    ``harness`` (this harness is up), ``body`` (the test method begins),
+    ``end`` (it returned); the servers booted before the body."""
+    PHASES = ('harness', 'fill', 'body', 'cleanup')
+
+    def __init__(self):
+        self.marks = {'start': time.perf_counter()}
+        self.boots = 0
+
+    def mark(self, name):
+        self.marks.setdefault(name, time.perf_counter())
+
+    def split(self, finished):
+        """Seconds of each of :data:`PHASES`, the clean-up ending at
+        ``finished`` (a ``perf_counter`` value); a phase never reached
+        (its set-up failed) takes none."""
+        points = [self.marks.get(name) for name in (
+            'start', 'harness', 'body', 'end')] + [finished]
+        reached = [p for p in points if p is not None]
+        points = [p if p is not None else reached[-1] for p in points]
+        return dict(zip(self.PHASES, (
+            max(0.0, later - earlier)
+            for earlier, later in zip(points, points[1:]))))
+
+
 class OpieHarness(integrated_helpers._IntegratedTestBase):
     ADMIN_API = True
     microversion = 'latest'
@@ -161,11 +206,27 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
     COMPUTE_FLAGS = {}
 
     def setUp(self):
+        # Underscored: Nova's TestCase clears every other attribute in its
+        # clean-up, before the split is read.
+        self._phase_clock = PhaseClock()
         # Before Nova's TestCase and Placement's fixture create the engines.
         self.useFixture(DatabasesKept())
         super().setUp()
         self.terminations = []
         self.track_terminations(self.scheduler.manager)
+        self._phase_clock.mark('harness')
+
+    def _run_test_method(self, result):
+        self._phase_clock.mark('body')
+        try:
+            return super()._run_test_method(result)
+        finally:
+            self._phase_clock.mark('end')
+
+    def _create_server(self, *args, **kwargs):
+        if 'body' not in self._phase_clock.marks:
+            self._phase_clock.boots += 1
+        return super()._create_server(*args, **kwargs)
 
     def track_terminations(self, manager):
         """Keep the futures of ``manager``'s background terminations in
@@ -245,6 +306,25 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
         while not done() and time.monotonic() < deadline:
             time.sleep(POLL)
 
+    def _server_fields(self, uuid):
+        """The :data:`DB_FIELDS` of a server as its cell database has them
+        ({} while it is only a build request, None once it is gone)."""
+        context = nova_context.get_admin_context()
+        try:
+            mapping = objects.InstanceMapping.get_by_instance_uuid(
+                context, uuid)
+        except nova_exception.InstanceMappingNotFound:
+            return None
+        if mapping.cell_mapping is None:
+            return {}
+        with nova_context.target_cell(context, mapping.cell_mapping) as cell:
+            try:
+                instance = objects.Instance.get_by_uuid(cell, uuid,
+                                                        expected_attrs=[])
+            except nova_exception.InstanceNotFound:
+                return None
+        return {name: field(instance) for name, field in DB_FIELDS.items()}
+
     def _wait_for_server_parameter(self, server, expected_params,
                                    max_retries=10, api=None,
                                    wait_for_fault_key=True):
@@ -256,17 +336,29 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
             except self.failureException:
                 return False
             return True
-        self._poll(reached, max_retries)
+
+        def reached_in_cell():
+            fields = self._server_fields(server['id'])
+            return fields is not None and all(
+                fields.get(name) == value
+                for name, value in expected_params.items())
+        self._poll(reached_in_cell if set(expected_params) <= set(DB_FIELDS)
+                   else reached, max_retries)
         return wait(server, expected_params, max_retries, api,
                     wait_for_fault_key)
 
     def _wait_until_deleted(self, server):
-        def gone():
+        def gone_from_the_api():
             try:
                 self.api.get_server(server['id'])
             except api_client.OpenStackApiNotFoundException:
                 return True
             return False
+
+        def gone():
+            fields = self._server_fields(server['id'])
+            # A build request, deleted or not, is the API's to tell.
+            return fields is None or fields == {} and gone_from_the_api()
         self._poll(gone, 40)
         return super()._wait_until_deleted(server)
 
