@@ -17,6 +17,10 @@ process with OPIE's scheduler plugin) plus
 * the paper's flavors (Table 2), each in a normal and a preemptible form;
 * casts made calls, as in Nova's own functional tests;
 * a check, after every test, that no normal server was ever preempted;
+* servers booted through the API (:meth:`OpieCloud.boot`), or seeded
+  (:meth:`OpieCloud.seed`): written as a boot leaves them into the cell
+  and API databases, Placement and the compute, for a fill whose servers
+  are only claimed, deleted or shelved;
 * a second scheduler worker (:meth:`OpieCloud.other_worker`), with its
   own token generations, and hooks that run a competitor between a
   worker's read and its write (:meth:`OpieCloud.before_write`), inside
@@ -37,11 +41,20 @@ import datetime
 import fixtures
 from oslo_messaging.notify import _impl_test as test_notifier
 from oslo_utils import timeutils
+from oslo_utils import uuidutils
 
+from nova.compute import instance_actions
+import nova.conf
+from nova.compute import power_state
+from nova.compute import vm_states
 from nova import context as nova_context
+from nova.network import model as network_model
 from nova import objects
 from nova.scheduler.client import report
 from nova.scheduler import rpcapi
+from nova.scheduler import utils as scheduler_utils
+from nova import utils as nova_utils
+from nova.virt import fake as fake_virt
 from placement.handlers import allocation as placement_allocation
 
 from opie.core import flavor_spec
@@ -51,6 +64,7 @@ from opie.nova import hoststate
 from opie.nova import manager as opie_manager
 from opie.nova import notify
 from opie.nova import terminate
+from opie.nova import token
 from opie.testing import harness
 
 
@@ -61,6 +75,8 @@ def preemptible_specs(vcpus, memory_mb, disk_gb):
 
 
 class OpieCloud(harness.OpieHarness):
+    # The image of every server (Nova's GlanceFixture's first).
+    IMAGE = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
 
     def setUp(self):
         super().setUp()
@@ -224,6 +240,87 @@ class OpieCloud(harness.OpieHarness):
         if not preemptible:
             self.normal_servers.add(server['id'])
         return server
+
+    def seed(self, size, name, host, preemptible=False, minutes=None):
+        """A server of ``size`` ACTIVE on ``host`` as :meth:`boot` leaves
+        it, written straight where a boot writes (the cell database, the
+        API database's mapping and request spec, Placement's allocation,
+        the compute's resource tracker and virt driver; Placement's
+        allocation in one write with the host's token, as the scheduler
+        claims) instead of through the API, conductor and scheduler: a
+        tenth of a boot's time. No worker learns the token's generation
+        (a worker then reads the host again, as after a restart). For a
+        fill, not for what a boot itself does. Its API view.
+        """
+        flavors = self.preemptible if preemptible else self.normal
+        project, user = self.api.project_id, self.api.auth_user
+        admin = nova_context.get_admin_context()
+        flavor = objects.Flavor.get_by_flavor_id(admin, flavors[size])
+        image = self.glance.show(admin, self.IMAGE)
+        cell = objects.HostMapping.get_by_host(admin, host).cell_mapping
+        context = nova_context.RequestContext(user, project, is_admin=True)
+        uuid = uuidutils.generate_uuid()
+        launched = timeutils.utcnow() - datetime.timedelta(
+            minutes=minutes or 0)
+        objects.InstanceMapping(
+            admin, instance_uuid=uuid, cell_mapping=cell,
+            project_id=project, user_id=user,
+            queued_for_delete=False).create()
+        spec = objects.RequestSpec.from_components(
+            admin, uuid, objects.ImageMeta.from_dict(image), flavor, None,
+            objects.InstancePCIRequests(requests=[]), {}, None, None,
+            project_id=project, user_id=user)
+        spec.is_bfv = False
+        spec.create()
+        compute = self.computes[host]
+        with nova_context.target_cell(context, cell) as cctxt:
+            node = objects.ComputeNode.get_by_host_and_nodename(
+                cctxt, host, host)
+            instance = objects.Instance(
+                cctxt, uuid=uuid, project_id=project, user_id=user,
+                display_name=name, hostname=name.lower(), host=host,
+                node=host, launched_on=host, compute_id=node.id,
+                availability_zone=nova.conf.CONF.default_availability_zone,
+                flavor=flavor, instance_type_id=flavor.id,
+                vcpus=flavor.vcpus, memory_mb=flavor.memory_mb,
+                root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
+                image_ref=self.IMAGE, system_metadata=nova_utils.
+                get_system_metadata_from_image(image, flavor),
+                metadata={}, info_cache=objects.InstanceInfoCache(
+                    network_info=network_model.NetworkInfo([])),
+                pci_requests=objects.InstancePCIRequests(requests=[]),
+                numa_topology=None, vm_state=vm_states.ACTIVE,
+                power_state=power_state.RUNNING, task_state=None,
+                launched_at=launched, created_at=launched, launch_index=0,
+                reservation_id='r-' + uuid[:8], root_device_name='/dev/sda',
+                kernel_id='', ramdisk_id='', config_drive='', progress=0,
+                locked=False, old_flavor=None, new_flavor=None)
+            instance.create()
+            objects.InstanceAction.action_start(
+                cctxt, uuid, instance_actions.CREATE, want_result=False)
+            # The compute node record (h_f of the PreemptibleFilter in
+            # safe mode) as the resource tracker saves it after a claim.
+            compute.manager.rt._update_usage_from_instance(
+                cctxt, instance, host)
+            compute.manager.rt.compute_nodes[host].save()
+        compute.driver.instances[uuid] = fake_virt.FakeInstance(
+            instance.name, power_state.RUNNING, uuid)
+        # One write with the host's token, as the scheduler's claim of a
+        # boot makes it (no worker learns the token's generation).
+        rp = self._get_provider_uuid_by_host(host)
+        held = token.parse(self.placement.get(
+            '/allocations/%s' % token.consumer(rp), version='1.28').body)
+        response = self.placement.post('/allocations', {
+            uuid: {'allocations': {rp: {'resources': scheduler_utils.
+                                        resources_from_flavor_and_bfv(
+                                            flavor, False)}},
+                   'project_id': project, 'user_id': user,
+                   'consumer_generation': None},
+            token.consumer(rp): token.entry(rp, held)}, version='1.28')
+        self.assertEqual(204, response.status, response.body)
+        if not preemptible:
+            self.normal_servers.add(uuid)
+        return self.api.get_server(uuid)
 
     def request_spec(self, size, preemptible=False):
         """The RequestSpec the conductor sends for a ``size`` server (one

@@ -32,7 +32,7 @@ class LedgerRemovedCloud(test_budgets.Budgets):
 
     def setUp(self):
         super().setUp()
-        test_preemption.fill_with_preemptibles(self)
+        test_preemption.fill_with_preemptibles(self, booted=True)
         self.set_budget(100)
 
     def unset_before_the_write(self):

@@ -53,8 +53,8 @@ class TruncatedCandidates(cloud.OpieCloud):
         self.flags(max_placement_results=1, group='scheduler')
         self.full, self.free = 'host-A', 'host-B'
         for i, minutes in enumerate((70, 80)):
-            self.boot('medium', 'N%d' % i, host=self.full)
-            self.boot('medium', 'P%d' % i, host=self.full, preemptible=True,
+            self.seed('medium', 'N%d' % i, host=self.full)
+            self.seed('medium', 'P%d' % i, host=self.full, preemptible=True,
                       minutes=minutes)
         self.full_host_first()
 
@@ -110,7 +110,7 @@ class SaturatedCut(cloud.OpieCloud):
         self.flags(max_placement_results=1, group='scheduler')
         for host in ('host-A', 'host-B'):
             for i, minutes in enumerate((70, 80, 90, 100)):
-                self.boot('medium', '%s-P%d' % (host, i), host=host,
+                self.seed('medium', '%s-P%d' % (host, i), host=host,
                           preemptible=True, minutes=minutes)
 
     def cut_before(self, hidden):

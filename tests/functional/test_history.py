@@ -66,7 +66,7 @@ class Storm(cloud.OpieCloud):
         for host, minutes in MINUTES.items():
             for i, m in enumerate(minutes):
                 name = '%s-%d' % (host[-1], i)
-                server = self.boot('medium', name, host=host,
+                server = self.seed('medium', name, host=host,
                                    preemptible=True, minutes=m)
                 self.own(server['id'], self.alpha)
                 self.uuids[name] = server['id']

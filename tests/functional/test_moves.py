@@ -23,7 +23,7 @@ class ColdMigrate(cloud.OpieCloud):
         super().setUp()
         self.server = self.boot('medium', 'mover', host='host-A')
         for i in range(4):
-            self.boot('medium', 'P%d' % i, host='host-B', preemptible=True,
+            self.seed('medium', 'P%d' % i, host='host-B', preemptible=True,
                       minutes=61 + i)
         self.names = self.live_names()
 

@@ -34,9 +34,9 @@ class MultiCreate(cloud.OpieCloud):
     def setUp(self):
         super().setUp()
         for host in self.HOSTS:
-            self.boot('large', 'normal-' + host[-1], host=host)
+            self.seed('large', 'normal-' + host[-1], host=host)
             for i, minutes in enumerate((70, 130)):
-                self.boot('medium', 'P%s%d' % (host[-1], i), host=host,
+                self.seed('medium', 'P%s%d' % (host[-1], i), host=host,
                           preemptible=True, minutes=minutes)
         self.names = self.live_names()
         self.usages = {host: self.usage(host) for host in self.HOSTS}

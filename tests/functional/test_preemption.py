@@ -29,8 +29,11 @@ from opie.testing import cloud
 CONF = nova.conf.CONF
 
 
-def fill_with_preemptibles(test):
-    """Each host full of medium preemptibles (4 x 2 vCPU / 4000 MB).
+def fill_with_preemptibles(test, booted=False):
+    """Each host full of medium preemptibles (4 x 2 vCPU / 4000 MB),
+    seeded (``OpieCloud.seed``), or ``booted`` through the API, the
+    scheduler learning each host's token generation from its claims, as
+    the races between workers need.
 
     Partial billing hours lost, in minutes: host-A 31+32+33+34 = 130,
     host-B 50+40+5+20 = 115. The cheapest single victim is B-2 (5).
@@ -38,8 +41,9 @@ def fill_with_preemptibles(test):
     for host, minutes in (('host-A', (91, 152, 213, 274)),
                           ('host-B', (110, 220, 65, 80))):
         for i, m in enumerate(minutes):
-            test.boot('medium', '%s-%d' % (host[-1], i), host=host,
-                      preemptible=True, minutes=m)
+            (test.boot if booted else test.seed)(
+                'medium', '%s-%d' % (host[-1], i), host=host,
+                preemptible=True, minutes=m)
     test.select_destinations.reset_mock()
 
 

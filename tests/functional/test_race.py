@@ -79,7 +79,7 @@ class Race(cloud.OpieCloud):
         self.preemptibles = sorted(self._names)
 
     def fill(self):
-        test_preemption.fill_with_preemptibles(self)
+        test_preemption.fill_with_preemptibles(self, booted=True)
         self.remember_names()
 
     def test_victim_taken_inside_placement_write_goes_once(self):
