@@ -22,6 +22,7 @@ import collections
 import datetime
 import functools
 import os
+import re
 import subprocess
 import sys
 import time
@@ -30,9 +31,11 @@ from keystoneauth1 import adapter
 import novaclient
 from novaclient import client as nova_client
 from novaclient import exceptions as nova_exc
+from prometheus_client import parser
 
 from opie.lab import bootstrap
 from opie.lab import cli
+from opie.lab import configs
 from opie.lab import process
 from opie.lab import settings
 from opie.nova import heartbeat
@@ -46,6 +49,8 @@ PLACEMENT_VERSION = '1.39'
 NOVA_VERSION = novaclient.API_MAX_VERSION.get_string()
 # Seconds to wait for Nova to build or delete servers.
 TIMEOUT = 180
+# Where every scheduler worker writes its Prometheus textfile.
+METRICS_DIR = configs.metrics_dir(LAB)
 
 
 def require_up():
@@ -273,6 +278,34 @@ def heartbeat_paths():
     return [LAB.data / 'nova' / 'opie-scheduler.heartbeat'] + [
         LAB.data / 'nova' / ('opie-heartbeat-%d.json' % index)
         for index in range(2, settings.SCHEDULERS + 1)]
+
+
+def read_metrics():
+    """The scheduler workers' Prometheus textfiles in :data:`METRICS_DIR`,
+    read as node_exporter's textfile collector reads them: {(sample name,
+    sorted labels but host and worker): value} summed over the workers'
+    files; and {file's (host, worker): the (host, worker) pairs its
+    samples name}."""
+    totals, workers = {}, {}
+    for name in sorted(os.listdir(METRICS_DIR)):
+        match = re.match(r'^opie-scheduler\.(.+)\.(\d+)\.prom$', name)
+        if not match:
+            continue
+        try:
+            with open(os.path.join(METRICS_DIR, name),
+                      encoding='utf-8') as f:
+                text = f.read()
+        except FileNotFoundError:
+            # A worker that stopped; another removed its file.
+            continue
+        named = workers.setdefault(match.groups(), set())
+        for family in parser.text_string_to_metric_families(text):
+            for sample in family.samples:
+                labels = dict(sample.labels)
+                named.add((labels.pop('host'), labels.pop('worker')))
+                key = (sample.name, tuple(sorted(labels.items())))
+                totals[key] = totals.get(key, 0.0) + sample.value
+    return totals, workers
 
 
 def restart_schedulers(*extra, faults=False):
