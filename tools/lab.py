@@ -65,17 +65,20 @@ def integration_tests(args):
 
 def ci(args):
     """Up, test, down; the lab's failures fail, a machine that cannot run
-    it skips (loudly)."""
+    it skips (loudly). Interrupted anywhere, even while the lab comes
+    up, it takes down what came up."""
     t0 = time.monotonic()
-    rc = opie_lab('up', '--computes', CI_COMPUTES)
-    if rc == UNAVAILABLE:
-        return skipped('opie-lab up found this machine unable to run it '
-                       '(see above)')
-    t_up = time.monotonic() - t0
+    rc = None
     try:
+        rc = opie_lab('up', '--computes', CI_COMPUTES)
+        if rc == UNAVAILABLE:
+            return skipped('opie-lab up found this machine unable to run it '
+                           '(see above)')
+        t_up = time.monotonic() - t0
         tests = integration_tests(args) if rc == 0 else rc
     finally:
-        down = opie_lab('down')
+        if rc != UNAVAILABLE:
+            down = opie_lab('down')
     print('lab: up %.0f s, tests %.0f s' % (
         t_up, time.monotonic() - t0 - t_up), flush=True)
     return tests or down
