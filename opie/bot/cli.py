@@ -31,6 +31,7 @@ import os
 import sys
 import time
 
+from opie.core import contract
 from opie import arguments
 from opie import oneline
 from opie.bot import datadir
@@ -49,7 +50,6 @@ from opie.bot import units
 from opie.bot import watch
 from opie.bot.sim import backend
 from opie.bot.sim import preemption
-from opie.core import preemptible
 
 EXIT_MISSED = 1
 EXIT_INPUT = 2
@@ -157,7 +157,7 @@ def _show_plan(args, plan, rates=None):
         expected = found['expected_preemptions']
         print('rates: %s %s/server-day over the last day, %s over the last '
               'week: %s' % (
-                  name + preemptible.NAME_SUFFIX, _rate(found['1d']),
+                  name + contract.NAME_SUFFIX, _rate(found['1d']),
                   _rate(found['7d']),
                   'expected preemptions unknown' if expected is None
                   else '%.2f expected preemptions' % expected))

@@ -105,6 +105,7 @@ import time
 from novaclient import exceptions as nova_exc
 import yaml
 
+from opie.core import contract
 from opie import oneline
 from opie.bot import agent
 from opie.bot import datadir
@@ -123,7 +124,6 @@ from opie.bot.openstack import nova
 from opie.bot.openstack import runner
 from opie.bot.openstack import stores
 from opie.bot.sim import backend as sim_backend
-from opie.core import preemptible
 
 SERVER_KEY = 'controller/server.json'
 INPUTS_KEY = 'controller/inputs.json'
@@ -183,7 +183,7 @@ def _flavor_id(client, name):
     if not found:
         raise live.CloudError('the cloud lacks what the job needs: no '
                               'flavor %r for the controller' % name)
-    if preemptible.is_preemptible(found[0].get_keys()):
+    if contract.is_preemptible(found[0].get_keys()):
         raise ValueError('--controller-flavor %s is preemptible: the '
                          'controller must be a normal server' % name)
     return found[0].id

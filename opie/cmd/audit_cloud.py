@@ -21,6 +21,7 @@ and the one unit of the host token (``CUSTOM_OPIE_HOST``).
 """
 from opie.cmd import audit_conf
 from opie.cmd import cloud
+from opie.core import contract
 from opie.core import flavor_spec
 from opie.core import host
 from opie.core import preemptible
@@ -38,10 +39,10 @@ def check_flavors(flavors):
     found = []
     for flavor in flavors:
         found += flavor_spec.check(flavor)
-    if not any(preemptible.is_preemptible(f.extra_specs) for f in flavors):
+    if not any(contract.is_preemptible(f.extra_specs) for f in flavors):
         found.append(problems.Problem(
             'flavors', 'none is marked %s=true, so nobody can start a '
-            'preemptible server' % preemptible.PREEMPTIBLE_SPEC,
+            'preemptible server' % contract.PREEMPTIBLE_SPEC,
             'opie-manage flavor create-preemptible NORMAL_FLAVOR'))
     return found
 
@@ -99,6 +100,6 @@ def audit(conn):
         found += check_inventories(node.hypervisor_hostname,
                                    conn.inventories(node.id))
     checked = '%d flavors (%d preemptible), %d compute nodes' % (
-        len(flavors), sum(preemptible.is_preemptible(f.extra_specs)
+        len(flavors), sum(contract.is_preemptible(f.extra_specs)
                           for f in flavors), len(nodes))
     return found, checked

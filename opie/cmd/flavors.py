@@ -46,12 +46,12 @@ keep the terms they were booted with (Nova's copy of the flavor) until
 resized.
 ``opie-manage flavor list`` shows every preemptible flavor with its terms.
 """
+from opie.core import contract
 from opie import arguments
 from opie import oneline
 from opie.cmd import errors
 from opie.cmd import options
 from opie.core import flavor_spec
-from opie.core import preemptible
 
 
 def register(subparsers):
@@ -65,12 +65,12 @@ def register(subparsers):
         'size, access and extra specs, plus %s=true and its VCPU, '
         'MEMORY_MB and DISK_GB requested as CUSTOM_PREEMPTIBLE_* instead. '
         'An existing flavor of that name that already is the right twin is '
-        'left unchanged.' % preemptible.PREEMPTIBLE_SPEC)
+        'left unchanged.' % contract.PREEMPTIBLE_SPEC)
     create.add_argument('normal', metavar='NORMAL_FLAVOR',
                         help='name or id of the normal flavor')
     create.add_argument('--name',
                         help='name of the new flavor (default: '
-                        'NORMAL_FLAVOR%s)' % preemptible.NAME_SUFFIX)
+                        'NORMAL_FLAVOR%s)' % contract.NAME_SUFFIX)
     create.add_argument('--description',
                         help='description of the new flavor (default: '
                         'that of the normal one)')
@@ -82,7 +82,7 @@ def register(subparsers):
         description='Set on FLAVOR, marked %s=true, the VCPU, MEMORY_MB '
         'and DISK_GB overrides (0) and CUSTOM_PREEMPTIBLE_* amounts (its '
         'size) it lacks or has wrong. A flavor already right is left '
-        'unchanged.' % preemptible.PREEMPTIBLE_SPEC)
+        'unchanged.' % contract.PREEMPTIBLE_SPEC)
     fix.add_argument('flavor', metavar='FLAVOR',
                      help='name or id of the flavor marked preemptible')
     options.add_cloud_arguments(fix)
@@ -137,7 +137,7 @@ def register(subparsers):
 
 def twin_specs(normal):
     """Extra specs of the preemptible twin of the flavor ``normal``."""
-    if preemptible.is_preemptible(normal.extra_specs):
+    if contract.is_preemptible(normal.extra_specs):
         raise errors.UsageError('flavor %s is already preemptible'
                                 % normal.name)
     refused = flavor_spec.unsupported_problems(normal)
@@ -151,11 +151,11 @@ def twin_specs(normal):
 
 def specs_to_set(flavor):
     """The extra specs ``set-preemptible`` sets on ``flavor``."""
-    if not preemptible.is_preemptible(flavor.extra_specs):
+    if not contract.is_preemptible(flavor.extra_specs):
         raise errors.UsageError(
             'flavor %s is not marked %s=true: create its preemptible twin '
             'with opie-manage flavor create-preemptible %s'
-            % (flavor.name, preemptible.PREEMPTIBLE_SPEC, flavor.name))
+            % (flavor.name, contract.PREEMPTIBLE_SPEC, flavor.name))
     refused = flavor_spec.unsupported_problems(flavor)
     if refused:
         raise errors.UsageError('cannot make %s preemptible: %s' % (
@@ -201,7 +201,7 @@ def terms_to_set(flavor, tier=None, minimum_uptime=None, notice=None,
     if all(value is None for value in wanted.values()):
         raise errors.UsageError('give --tier, --minimum-uptime, --notice, '
                                 '--maximum-lifetime or several')
-    if not preemptible.is_preemptible(flavor.extra_specs):
+    if not contract.is_preemptible(flavor.extra_specs):
         raise errors.UsageError(
             'flavor %s is not preemptible: terms of preemption mean nothing '
             'to its servers; create its preemptible twin with opie-manage '
@@ -230,7 +230,7 @@ def terms_table(flavors):
     """Lines of ``list``: each preemptible flavor of ``flavors`` (core
     Flavors) with its size and terms, then the problems of its terms."""
     marked = sorted((f for f in flavors
-                     if preemptible.is_preemptible(f.extra_specs)),
+                     if contract.is_preemptible(f.extra_specs)),
                     key=lambda f: f.name)
     if not marked:
         return ['no preemptible flavor']
@@ -273,7 +273,7 @@ def create_command(args):
         source = _find(conn, args.normal)
         normal = cloud.flavor_of(source)
         specs = twin_specs(normal)
-        name = args.name or normal.name + preemptible.NAME_SUFFIX
+        name = args.name or normal.name + contract.NAME_SUFFIX
         existing = conn.find_flavor(name)
         if existing is not None:
             return _existing(normal, cloud.flavor_of(existing),
@@ -296,7 +296,7 @@ def _find(conn, name_or_id):
 def _existing(normal, twin, flavor_id):
     same_size = twin.size() == normal.size()
     if (same_size and not flavor_spec.check(twin)
-            and preemptible.is_preemptible(twin.extra_specs)):
+            and contract.is_preemptible(twin.extra_specs)):
         print('flavor %s (id %s) is already the preemptible twin of %s: '
               'left unchanged' % (twin.name, flavor_id, normal.name))
         return 0

@@ -46,6 +46,7 @@ preempt a preemptible its owner locked).
 import datetime
 import json
 
+from opie.core import contract
 from opie import arguments
 from opie.cmd import options
 from opie.core import flavor_spec
@@ -82,7 +83,7 @@ def _resources(vcpus, memory_mb, root_gb, ephemeral_gb, swap_mb):
 def _with_terms(sizes, extra_specs, default_minimum_uptime):
     """A snapshot flavor of ``sizes``: with the terms of ``extra_specs``
     if they make it preemptible."""
-    if not preemptible.is_preemptible(extra_specs):
+    if not contract.is_preemptible(extra_specs):
         return sizes
     terms, _ = flavor_spec.terms(extra_specs, default_minimum_uptime)
     return dict(sizes, tier=terms.tier, minimum_uptime=terms.minimum_uptime)
@@ -156,7 +157,7 @@ def _instance(server, flavors, default_minimum_uptime=0):
            'project_id': attrs['tenant_id'],
            'flavor': _flavor_name(wanted, embedded['original_name'],
                                   flavors),
-           'preemptible': preemptible.is_preemptible(
+           'preemptible': contract.is_preemptible(
                embedded.get('extra_specs', {})),
            'launched_at': _iso(attrs.get('OS-SRV-USG:launched_at')
                                or attrs.get('created'))}

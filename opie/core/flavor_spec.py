@@ -55,6 +55,7 @@ import dataclasses
 import math
 import re
 
+from opie.core import contract
 from opie import oneline
 from opie.core import preemptible
 from opie.core import problems
@@ -86,7 +87,7 @@ class Flavor:
 
 def preemptible_specs(flavor):
     """The extra specs that make a flavor of this size preemptible."""
-    specs = {preemptible.PREEMPTIBLE_SPEC: 'true'}
+    specs = {contract.PREEMPTIBLE_SPEC: 'true'}
     for standard, custom, amount in zip(preemptible.STANDARD,
                                         preemptible.CUSTOM, flavor.size()):
         specs[preemptible.resources_key(standard)] = '0'
@@ -165,17 +166,17 @@ SET_PREEMPTIBLE = 'opie-manage flavor set-preemptible %s'
 def check(flavor):
     """Problems of one flavor, preemptible or not (a list, maybe empty)."""
     subject = 'flavor %s' % flavor.name
-    value = preemptible.spec_value(flavor.extra_specs)
-    if value not in preemptible.TRUE_VALUES + preemptible.FALSE_VALUES:
+    value = contract.spec_value(flavor.extra_specs)
+    if value not in contract.TRUE_VALUES + contract.FALSE_VALUES:
         return [problems.Problem(
             subject,
             '%s=%s is neither true nor false, so the scheduler treats the '
             'flavor as normal' % (
-                preemptible.PREEMPTIBLE_SPEC,
-                flavor.extra_specs[preemptible.PREEMPTIBLE_SPEC]),
+                contract.PREEMPTIBLE_SPEC,
+                flavor.extra_specs[contract.PREEMPTIBLE_SPEC]),
             'openstack flavor set --property %s=true %s'
-            % (preemptible.PREEMPTIBLE_SPEC, flavor.name))]
-    if not preemptible.is_preemptible(flavor.extra_specs):
+            % (contract.PREEMPTIBLE_SPEC, flavor.name))]
+    if not contract.is_preemptible(flavor.extra_specs):
         return _custom_without_mark(flavor) + _terms_without_mark(flavor)
     found = [problems.Problem(
         subject, '%s is %s, expected %s for a preemptible flavor of %s' % (
@@ -196,7 +197,7 @@ def missing_specs(flavor):
     wrong."""
     return {key: wanted
             for key, wanted in preemptible_specs(flavor).items()
-            if key != preemptible.PREEMPTIBLE_SPEC
+            if key != contract.PREEMPTIBLE_SPEC
             and _requested(flavor, key, flavor.extra_specs.get(key))
             != int(wanted)}
 
@@ -205,7 +206,7 @@ def refusal(flavor):
     """Why the scheduler must treat a flavor marked preemptible as a
     normal one, in one line; None if it is not marked or keeps the
     contract."""
-    if not preemptible.is_preemptible(flavor.extra_specs):
+    if not contract.is_preemptible(flavor.extra_specs):
         return None
     missing = missing_specs(flavor)
     unsupported = unsupported_problems(flavor)
@@ -221,7 +222,7 @@ def refusal(flavor):
     return oneline.escape(
         'flavor %s is marked %s=true but %s, so OPIE treats it as a normal '
         'flavor (its servers are never victims); fix: %s' % (
-            flavor.name, preemptible.PREEMPTIBLE_SPEC, '; '.join(reasons),
+            flavor.name, contract.PREEMPTIBLE_SPEC, '; '.join(reasons),
             '; '.join(fixes)))
 
 
@@ -383,6 +384,6 @@ def _custom_without_mark(flavor):
         'flavor %s' % flavor.name,
         'requests %s but is not marked %s=true, so OPIE sees its servers '
         'as normal ones it cannot preempt'
-        % (', '.join(keys), preemptible.PREEMPTIBLE_SPEC),
+        % (', '.join(keys), contract.PREEMPTIBLE_SPEC),
         'openstack flavor set --property %s=true %s'
-        % (preemptible.PREEMPTIBLE_SPEC, flavor.name))]
+        % (contract.PREEMPTIBLE_SPEC, flavor.name))]

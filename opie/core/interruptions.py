@@ -25,22 +25,17 @@ rate of 0.
 Nova-free: the scheduler's reconciler reads the rows and publishes the
 rates as the flavor's extra specs (:mod:`opie.nova.interruptions`), which
 every tenant can read (``openstack flavor show FLAVOR -c properties``);
-``opie-bot plan`` reads them back with :func:`published`. The operator
-tunes how often they are recomputed with ``[opie]
+``opie-bot plan`` reads them back (:func:`.contract.published`: the
+specs' names and formats are the tenant's contract). The operator tunes
+how often they are recomputed with ``[opie]
 interruption_rates_interval``. None of these extra specs is part of the
 flavor contract (:mod:`.flavor_spec` ignores them).
 """
 import dataclasses
 import datetime
-import math
 
-# The windows, by the suffix of their extra spec.
-WINDOWS = {'1d': datetime.timedelta(days=1),
-           '7d': datetime.timedelta(days=7)}
-RATE_SPEC = 'opie:interruptions_per_server_day_%s'
-UPDATED_SPEC = 'opie:interruptions_updated_at'
-# A rate with no server-day to divide by.
-UNKNOWN = 'unknown'
+from opie.core import contract
+
 _DAY = datetime.timedelta(days=1).total_seconds()
 
 
@@ -64,10 +59,12 @@ def _lived(life, start, end):
 def server_days(lives, now, flavors=()):
     """{flavor: {window: server-days}} of ``lives`` (and of ``flavors``,
     with none) in each window ending ``now``."""
-    days = {flavor: dict.fromkeys(WINDOWS, 0.0) for flavor in flavors}
+    days = {flavor: dict.fromkeys(contract.WINDOWS, 0.0)
+            for flavor in flavors}
     for life in lives:
-        per_window = days.setdefault(life.flavor, dict.fromkeys(WINDOWS, 0.0))
-        for window, length in WINDOWS.items():
+        per_window = days.setdefault(life.flavor,
+                                     dict.fromkeys(contract.WINDOWS, 0.0))
+        for window, length in contract.WINDOWS.items():
             per_window[window] += _lived(life, now - length, now) / _DAY
     return days
 
@@ -77,11 +74,11 @@ def rates(lives, preempted, now, flavors=()):
     ``preempted``: (uuid of a life, time) of each preemption."""
     days = server_days(lives, now, flavors)
     flavor_of = {life.uuid: life.flavor for life in lives}
-    counts = {flavor: dict.fromkeys(WINDOWS, 0) for flavor in days}
+    counts = {flavor: dict.fromkeys(contract.WINDOWS, 0) for flavor in days}
     for uuid, when in preempted:
         if uuid not in flavor_of:
             continue
-        for window, length in WINDOWS.items():
+        for window, length in contract.WINDOWS.items():
             if now - length <= when <= now:
                 counts[flavor_of[uuid]][window] += 1
     return {flavor: {window: (counts[flavor][window] / spent if spent
@@ -91,15 +88,15 @@ def rates(lives, preempted, now, flavors=()):
 
 
 def _shown(rate):
-    return UNKNOWN if rate is None else format(rate, '.3g')
+    return contract.UNKNOWN if rate is None else format(rate, '.3g')
 
 
 def specs(flavor_rates, now):
     """The extra specs that publish one flavor's rates, computed at
     ``now``."""
-    found = {RATE_SPEC % window: _shown(flavor_rates[window])
-             for window in WINDOWS}
-    found[UPDATED_SPEC] = now.strftime('%Y-%m-%dT%H:%M:%SZ')
+    found = {contract.RATE_SPEC % window: _shown(flavor_rates[window])
+             for window in contract.WINDOWS}
+    found[contract.UPDATED_SPEC] = now.strftime(contract.RATE_TIME_FORMAT)
     return found
 
 
@@ -108,20 +105,8 @@ def to_write(published, computed):
     ``published`` extra specs: nothing when no rate changed, else the
     rates changed and the time."""
     changed = {key: value for key, value in computed.items()
-               if key != UPDATED_SPEC and published.get(key) != value}
+               if key != contract.UPDATED_SPEC
+               and published.get(key) != value}
     if changed:
-        changed[UPDATED_SPEC] = computed[UPDATED_SPEC]
+        changed[contract.UPDATED_SPEC] = computed[contract.UPDATED_SPEC]
     return changed
-
-
-def published(extra_specs):
-    """{window: rate or None} as a flavor's extra specs publish them."""
-    found = {}
-    for window in WINDOWS:
-        try:
-            rate = float(extra_specs.get(RATE_SPEC % window, UNKNOWN))
-        except ValueError:
-            rate = None
-        found[window] = (rate if rate is not None and math.isfinite(rate)
-                         and rate >= 0 else None)
-    return found

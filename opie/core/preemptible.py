@@ -23,7 +23,6 @@ of a flavor are :mod:`.flavor_spec`'s, the inventory it asks of a compute
 """
 from opie.core import resources as res
 
-PREEMPTIBLE_SPEC = 'opie:preemptible'
 STANDARD = res.Resources('VCPU', 'MEMORY_MB', 'DISK_GB')
 CUSTOM = res.Resources('CUSTOM_PREEMPTIBLE_VCPU',
                        'CUSTOM_PREEMPTIBLE_MEMORY_MB',
@@ -36,22 +35,6 @@ HOST_TOKEN_INVENTORY = {'total': 1, 'reserved': 0, 'max_unit': 1,
                         'allocation_ratio': 1.0}
 # Every compute node's provider config gives these.
 PROVIDER_CONFIG_CLASSES = tuple(CUSTOM) + (HOST_TOKEN,)
-# The values the scheduler plugin reads as "preemptible"; anything else but
-# the FALSE ones is a typo the audit reports.
-TRUE_VALUES = ('true', '1', 'yes')
-FALSE_VALUES = ('false', '0', 'no', '')
-# ``opie-manage flavor create-preemptible`` names a flavor's preemptible
-# twin after it, and opie-bot finds the twin by that name.
-NAME_SUFFIX = '-preemptible'
-
-
-def spec_value(extra_specs):
-    """``opie:preemptible`` normalised: lower case, no surrounding space."""
-    return str(extra_specs.get(PREEMPTIBLE_SPEC, '')).strip().lower()
-
-
-def is_preemptible(extra_specs):
-    return spec_value(extra_specs) in TRUE_VALUES
 
 
 def resources_key(resource_class):

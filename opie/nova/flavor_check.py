@@ -38,9 +38,9 @@ alike.
 import nova.conf
 from oslo_log import log as logging
 
+from opie.core import contract
 from opie import oneline
 from opie.core import flavor_spec
-from opie.core import preemptible
 from opie.nova import conf as opie_conf  # noqa: F401 ([opie] registered)
 
 CONF = nova.conf.CONF
@@ -68,7 +68,7 @@ def _key(flavor):
 def is_preemptible(flavor):
     """Is ``flavor`` preemptible as OPIE counts it? Marked, and keeping
     the contract; a marked one that does not is warned about once."""
-    if not preemptible.is_preemptible(flavor.extra_specs):
+    if not contract.is_preemptible(flavor.extra_specs):
         return False
     key = _key(flavor)
     verdict = _VERDICTS.get(key)

@@ -52,12 +52,13 @@ from nova.db.main import api as main_db
 from nova.db.main import models
 from nova import objects
 
+from opie.core import contract
 from opie.core import interruptions
 from opie.nova import hoststate
 from opie.nova import terminate
 
 LOG = logging.getLogger(__name__)
-WEEK = max(interruptions.WINDOWS.values())
+WEEK = max(contract.WINDOWS.values())
 # Servers per statement of the actions' query: far below any database's
 # limit on a statement's size.
 CHUNK = 1000

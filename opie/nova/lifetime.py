@@ -21,8 +21,8 @@ that, on the terms a victim of a displacement gets (:mod:`.notice`), with
 the reason ``lifetime``:
 
 1. **told**, if its flavor promises notice: the server metadata key
-   :data:`.notice.KEY` with the time its clean shutdown begins, the event
-   :data:`.notice.EVENT` on its ``opie-preempt`` instance action, the
+   :data:`.contract.NOTICE_KEY` with the time its clean shutdown begins,
+   the event :data:`.notice.EVENT` on its ``opie-preempt`` instance action, the
    notification ``opie.preempt.start``;
 2. **stopped** with a clean shutdown at a pass once that time has come
    (Nova's stop: a compare-and-swap from no task). One Nova cannot stop
@@ -110,6 +110,7 @@ from nova.compute import vm_states
 from nova import context as nova_context
 from nova import objects
 
+from opie.core import contract
 from opie.core import explain
 from opie.core import preemptible
 from opie.nova import claim
@@ -227,11 +228,13 @@ class Lifetime:
         long gives no less notice."""
         at = max(now, timeutils.utcnow()) + datetime.timedelta(
             seconds=terms.notice)
-        instance.metadata = dict(instance.metadata,
-                                 **{notice.KEY: notice.stamp(at)})
+        instance.metadata = dict(
+            instance.metadata,
+            **{contract.NOTICE_KEY: contract.notice_stamp(at)})
         instance.system_metadata = dict(instance.system_metadata, **{
-            TOLD: json.dumps({'at': notice.stamp(at), 'life': notice.stamp(
-                _started(instance, actions))})})
+            TOLD: json.dumps({
+                'at': contract.notice_stamp(at),
+                'life': contract.notice_stamp(_started(instance, actions))})})
         try:
             # Only as read: an act begun since (a stop, a move) is seen
             # by the next pass first.
@@ -244,7 +247,7 @@ class Lifetime:
         terminate.record_event(
             cell, instance.uuid, instance.host, notice.EVENT,
             '%s: notice of %d s: clean shutdown at %s' % (
-                _why(terms), terms.notice, notice.stamp(at)))
+                _why(terms), terms.notice, contract.notice_stamp(at)))
         self.terminator.notifier.notice(
             preemption, victim, terms.notice, at, notify.owners([victim]),
             {'reason': REASON}, self.terminator.settings.termination_mode)
@@ -275,7 +278,7 @@ class Lifetime:
         """Step 3: the preemption made, if the terminator, reading it again
         right before its compare-and-swap, still ends it."""
         if (self.terminator.settings.termination_mode == opie_conf.SHELVE
-                and notice.KEY in instance.metadata):
+                and contract.NOTICE_KEY in instance.metadata):
             # Its notice is over: unshelved later, it is under none.
             notice.withdraw(instance)
         return self.terminator.terminate(
@@ -293,7 +296,7 @@ class Lifetime:
         chosen among others: no cost."""
         victim = hoststate.core_instance(instance)
         why = '%s (counted from %s)' % (
-            _why(terms), notice.stamp(_started(instance, actions)))
+            _why(terms), contract.notice_stamp(_started(instance, actions)))
         return plan_mod.Preemption(
             instance.host, instance.node, (victim,), 0.0,
             explanation=explain.repair(REASON, instance.host, why,
@@ -334,7 +337,8 @@ def _told(instance, started):
         told = json.loads(instance.system_metadata[TOLD])
     except (KeyError, TypeError, ValueError):
         return None
-    if (not isinstance(told, dict) or told.get('life') != notice.stamp(
-            started) or notice.parse(told.get('at')) is None):
+    if (not isinstance(told, dict)
+            or told.get('life') != contract.notice_stamp(started)
+            or notice.parse(told.get('at')) is None):
         return None
     return told

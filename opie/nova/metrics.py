@@ -129,6 +129,7 @@ from oslo_log import log as logging
 import prometheus_client
 from prometheus_client import metrics_core
 
+from opie.core import contract
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.nova import conf as opie_conf  # also registers [opie]
@@ -237,7 +238,7 @@ def no_room(spec_obj):
     NoValidHost."""
     flavor = getattr(spec_obj, 'flavor', None)
     kind = ('unknown' if flavor is None else
-            str(preemptible.is_preemptible(flavor.extra_specs)).lower())
+            str(contract.is_preemptible(flavor.extra_specs)).lower())
     NO_ROOM.labels(preemptible=kind).inc()
 
 

@@ -24,10 +24,11 @@ scheduler, before it answers the conductor:
 1. **terminates at once** the victims promised none (in the background,
    as without notice);
 2. **gives notice** to each victim still a victim
-   (:func:`.terminate.spared`): the server metadata key :data:`KEY`, the
-   time its clean shutdown begins (ISO 8601, UTC), which its owner reads
-   with the compute API and its guest from Nova's metadata service
-   (``meta`` in ``openstack/latest/meta_data.json``); the event
+   (:func:`.terminate.spared`): the server metadata key
+   :data:`.contract.NOTICE_KEY`, the time its clean shutdown begins (ISO
+   8601, UTC), which its owner reads with the compute API and its guest
+   from Nova's metadata service (``meta`` in
+   ``openstack/latest/meta_data.json``); the event
    :data:`EVENT` on its ``opie-preempt`` instance action; the versioned
    notification ``opie.preempt.start`` (:mod:`.notify`);
 3. **waits** until each victim's time comes, judges it again and **stops**
@@ -65,7 +66,7 @@ call fails and the build with it; the victims hold nothing and are told.
 The reconciler leaves a victim alone until its notice and stop time are
 over (:func:`announced`: the time as OPIE keeps it in the system
 metadata, :data:`SYSTEM_KEY`, which its owner cannot write, unlike
-:data:`KEY`), then terminates it as one left running. A
+:data:`.contract.NOTICE_KEY`), then terminates it as one left running. A
 request deleted during the notice changes nothing: notice given is kept.
 """
 import dataclasses
@@ -82,6 +83,7 @@ from nova import context as nova_context
 from nova import exception
 from nova import objects
 
+from opie.core import contract
 from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import flavor_check
@@ -91,8 +93,6 @@ from opie.nova import terminate
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
-# The server metadata key that gives notice.
-KEY = 'opie:preempt_at'
 # The same time in the system metadata, which only Nova and OPIE write.
 SYSTEM_KEY = 'opie_preempt_at'
 # The event of the victim's opie-preempt action that records the notice.
@@ -110,14 +110,9 @@ OFF_VM_STATES = frozenset([vm_states.STOPPED, vm_states.SHELVED,
 STOPPABLE_VM_STATES = frozenset([vm_states.ACTIVE, vm_states.ERROR])
 
 
-def stamp(when):
-    """``when`` (naive or aware UTC) as the metadata's ISO 8601."""
-    return when.replace(tzinfo=None, microsecond=0).isoformat() + 'Z'
-
-
 def parse(value):
-    """The time a :data:`KEY` value names (naive UTC), or None if it names
-    none (an owner may write any value of their own)."""
+    """The time a :data:`.contract.NOTICE_KEY` value names (naive UTC), or
+    None if it names none (an owner may write any value of their own)."""
     try:
         return timeutils.normalize_time(timeutils.parse_isotime(value))
     except (ValueError, TypeError, OverflowError):
@@ -221,10 +216,11 @@ class Notice:
             return None
         notice = datetime.timedelta(seconds=seconds)
         announced = timeutils.utcnow() + notice
+        stamp = contract.notice_stamp(announced)
         instance.metadata = dict(instance.metadata,
-                                 **{KEY: stamp(announced)})
+                                 **{contract.NOTICE_KEY: stamp})
         instance.system_metadata = dict(instance.system_metadata,
-                                        **{SYSTEM_KEY: stamp(announced)})
+                                        **{SYSTEM_KEY: stamp})
         instance.save()
         # Never less than the notice from when its owner can read it: a
         # write slow under load moves the stop, not the time announced.
@@ -234,8 +230,7 @@ class Notice:
             context, victim.uuid)
         terminate.record_event(
             mapping.cell_mapping, victim.uuid, preemption.host, EVENT,
-            'notice of %d s: clean shutdown at %s' % (seconds,
-                                                      stamp(announced)))
+            'notice of %d s: clean shutdown at %s' % (seconds, stamp))
         self.terminator.notifier.notice(
             preemption, victim, seconds, announced, owners, request_info,
             self.terminator.settings.termination_mode)
@@ -366,7 +361,7 @@ def _given(each):
 def withdraw(instance):
     """Remove the notice from ``instance``'s metadata."""
     instance.metadata = {k: v for k, v in instance.metadata.items()
-                         if k != KEY}
+                         if k != contract.NOTICE_KEY}
     instance.system_metadata = {k: v for k, v in
                                 instance.system_metadata.items()
                                 if k != SYSTEM_KEY}

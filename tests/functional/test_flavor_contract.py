@@ -19,6 +19,7 @@ room would count twice and a normal request would take an extra victim.
 """
 import fixtures
 
+from opie.core import contract
 from opie.core import preemptible
 from opie.nova import flavor_check
 from opie.testing import cloud
@@ -34,7 +35,7 @@ class MarkedWithoutOverrides(cloud.OpieCloud):
             flavor_check, '_VERDICTS', {}))
         self.marked = self._create_flavor(
             name='marked.medium', vcpu=2, memory_mb=4000, disk=40,
-            ephemeral=0, extra_spec={preemptible.PREEMPTIBLE_SPEC: 'true'})
+            ephemeral=0, extra_spec={contract.PREEMPTIBLE_SPEC: 'true'})
 
     def test_its_server_is_normal_and_costs_no_extra_victim(self):
         # host-A: the marked server (dearest: 59 minutes into its hour)

@@ -22,7 +22,7 @@ from nova.compute import vm_states
 from nova import context as nova_context
 from nova import objects
 
-from opie.core import interruptions
+from opie.core import contract
 from opie.nova import interruptions as nova_interruptions
 from opie.testing import cloud
 from tests.functional import test_preemption
@@ -115,7 +115,7 @@ class InterruptionRates(cloud.OpieCloud):
         # seven others have lived an hour more.
         self.assertEqual(
             {'1d': 0.126, '7d': 0.0614},
-            interruptions.published(written['preemptible.medium']))
+            contract.published(written['preemptible.medium']))
         self.assertEqual(0.126, round(1 / (7 + 23 / 24), 3))
         self.assertEqual(0.0614, round(1 / (7 * (2 + 1 / 24) + 2), 4))
 
@@ -135,7 +135,7 @@ class InterruptionRates(cloud.OpieCloud):
 
         # 7 server-days in the day (not 8), 15 in the week (not 16).
         self.assertEqual({'1d': 0.143, '7d': 0.0667},
-                         interruptions.published(
+                         contract.published(
                              written['preemptible.medium']))
 
     def test_a_failed_computation_waits_for_its_interval(self):

@@ -28,6 +28,7 @@ from nova import context as nova_context
 from nova import objects
 from oslo_utils import timeutils
 
+from opie.core import contract
 from opie.nova import notice
 from opie.nova import notify
 from opie.testing import cloud
@@ -83,7 +84,7 @@ class LifetimeCloud(cloud.OpieCloud):
 
     def preempt_at(self, server):
         return notice.parse(self.admin_api.get_server(
-            server['id'])['metadata'].get(notice.KEY))
+            server['id'])['metadata'].get(contract.NOTICE_KEY))
 
     def wait_idle(self, server):
         """Until the compute is done with what it was asked (a stop)."""
@@ -128,7 +129,8 @@ class Lifetime(LifetimeCloud):
         [off] = self.events('power_off', old['id'])
         self.assertGreater(off['timeout'], 0)
         self.assertEqual(1, off['told'])
-        self.assertEqual(notice.stamp(at), off['metadata'][notice.KEY])
+        self.assertEqual(contract.notice_stamp(at),
+                         off['metadata'][contract.NOTICE_KEY])
         self.assertEqual([], self.events('destroy', old['id']))
 
         # Stopped: deleted, and recorded.
@@ -153,7 +155,8 @@ class Lifetime(LifetimeCloud):
         self.assertEqual(1, len(self.preempt_notifications()))
         self.assertEqual(['ageless', 'normal', 'young'], self.live_names())
         for name in ('ageless', 'normal', 'young'):
-            self.assertNotIn(notice.KEY, self.server(name)['metadata'])
+            self.assertNotIn(contract.NOTICE_KEY,
+                             self.server(name)['metadata'])
 
     def test_without_notice_it_is_terminated_in_one_pass(self):
         old = self.aged(self.brief, 'old', OLD)
@@ -244,7 +247,8 @@ class Lifetime(LifetimeCloud):
         now = timeutils.utcnow()
         # Before any notice: a time long past would skip the notice.
         self.api.post_server_metadata(old['id'], {
-            notice.KEY: notice.stamp(now - datetime.timedelta(days=1))})
+            contract.NOTICE_KEY: contract.notice_stamp(
+                now - datetime.timedelta(days=1))})
 
         self.reconcile(now)
         at = self.preempt_at(old)
@@ -252,7 +256,8 @@ class Lifetime(LifetimeCloud):
         self.assertEqual(1, len(self.told()))
         # During the notice: a time far ahead would put the end off.
         self.api.post_server_metadata(old['id'], {
-            notice.KEY: notice.stamp(now + datetime.timedelta(days=365))})
+            contract.NOTICE_KEY: contract.notice_stamp(
+                now + datetime.timedelta(days=365))})
         self.reconcile(at)
         self._wait_for_state_change(old, 'SHUTOFF')
         self.reconcile(at)

@@ -25,6 +25,7 @@ from nova import objects
 from nova.tests.functional.api import client
 from oslo_utils import timeutils
 
+from opie.core import contract
 from opie.nova import metrics
 from opie.nova import notice
 from opie.nova import notify
@@ -134,7 +135,7 @@ class Notice(NoticeCloud):
 
         # Told before the shutdown, and the shutdown only when due.
         [off] = self.events('power_off', self.victim)
-        at = notice.parse(off['metadata'][notice.KEY])
+        at = notice.parse(off['metadata'][contract.NOTICE_KEY])
         self.assertGreaterEqual(off['now'], at)
         self.assertEqual(1, off['told'])
         # A clean shutdown: Nova gives the guest time (0 is a hard one).
@@ -167,7 +168,8 @@ class Notice(NoticeCloud):
         # The others were never told.
         for name in ('P-0', 'P-1', 'P-3'):
             uuid = self.server(name)['id']
-            self.assertNotIn(notice.KEY, self.server(name)['metadata'])
+            self.assertNotIn(contract.NOTICE_KEY,
+                             self.server(name)['metadata'])
             self.assertEqual([], self.events('power_off', uuid))
         self.assertEqual(['P-0', 'P-1', 'P-3', 'normal'], self.live_names())
         self.assert_within_capacity()
@@ -214,7 +216,8 @@ class Notice(NoticeCloud):
                 cctxt, uuid, expected_attrs=['system_metadata'])
             instance.system_metadata = dict(
                 instance.system_metadata,
-                **{notice.SYSTEM_KEY: notice.stamp(timeutils.utcnow())})
+                **{notice.SYSTEM_KEY: contract.notice_stamp(
+                    timeutils.utcnow())})
             instance.save()
         reconciler = self.scheduler.manager.reconciler
         reconciler.claimed_grace = reconciler.claimed_grace * 0
@@ -239,6 +242,6 @@ class NoticeThenShelve(NoticeCloud):
         # Stopped cleanly first; the shelve then powers off what is off.
         self.assertGreater(self.events('power_off', self.victim)[0][
             'timeout'], 0)
-        self.assertNotIn(notice.KEY, shelved['metadata'])
+        self.assertNotIn(contract.NOTICE_KEY, shelved['metadata'])
         self.assertEqual('ACTIVE', self.api.get_server(server['id'])[
             'status'])

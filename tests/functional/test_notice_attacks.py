@@ -23,6 +23,7 @@ import nova.conf
 from nova import objects
 from oslo_utils import timeutils
 
+from opie.core import contract
 from opie.nova import notice
 from opie.nova import notify
 from tests.functional import test_notice
@@ -64,10 +65,11 @@ class _Cloud(test_notice.NoticeCloud):
             instance = objects.Instance.get_by_uuid(
                 cctxt, uuid, expected_attrs=['metadata', 'system_metadata'])
             instance.metadata = dict(instance.metadata,
-                                     **{notice.KEY: notice.stamp(at)})
+                                     **{contract.NOTICE_KEY:
+                                        contract.notice_stamp(at)})
             instance.system_metadata = dict(
                 instance.system_metadata,
-                **{notice.SYSTEM_KEY: notice.stamp(at)})
+                **{notice.SYSTEM_KEY: contract.notice_stamp(at)})
             instance.save()
 
     def assert_stopped_then_displaced(self, server):
@@ -96,7 +98,7 @@ class NoticeAttacks(_Cloud):
         for name, normal, forever in zip(('P-2', 'P-3'), ('N-1', 'N-2'),
                                          FOREVER):
             uuid = self.left_running(name, normal)
-            self.api.post_server_metadata(uuid, {notice.KEY: forever})
+            self.api.post_server_metadata(uuid, {contract.NOTICE_KEY: forever})
 
             done = self.reconciler.run(self.ctxt)
 
@@ -107,7 +109,7 @@ class NoticeAttacks(_Cloud):
 
     def test_an_owner_rewriting_its_notice_does_not_move_its_stop(self):
         pending = self.during_the_notice(lambda: self.api.post_server_metadata(
-            self.victim, {notice.KEY: FOREVER[1]}))
+            self.victim, {contract.NOTICE_KEY: FOREVER[1]}))
 
         server = self.boot('medium', 'normal')
         self.wait_for_terminations()
@@ -118,7 +120,7 @@ class NoticeAttacks(_Cloud):
     def test_an_owner_removing_its_notice_does_not_move_its_stop(self):
         pending = self.during_the_notice(
             lambda: self.api.delete_server_metadata(self.victim,
-                                                    notice.KEY))
+                                                    contract.NOTICE_KEY))
 
         server = self.boot('medium', 'normal')
         self.wait_for_terminations()
@@ -134,7 +136,7 @@ class NoticeAttacks(_Cloud):
         self.wait_for_terminations()
 
         [off] = self.events('power_off', self.victim)
-        self.assertIn(notice.KEY, off['metadata'])
+        self.assertIn(contract.NOTICE_KEY, off['metadata'])
         self.assertEqual(1, off['told'])
         self.assert_stopped_then_displaced(server)
 
@@ -210,7 +212,8 @@ class NoticeAttacks(_Cloud):
         found = []
 
         def late():
-            at = notice.parse(self.server('P-2')['metadata'][notice.KEY])
+            at = notice.parse(
+                self.server('P-2')['metadata'][contract.NOTICE_KEY])
             found.append(self.reconciler.run(self.ctxt, now=at + _stop_time()))
         pending = self.during_the_notice(late)
 

@@ -36,7 +36,7 @@ import types
 import kombu
 import pytest
 
-from opie.core import interruptions
+from opie.core import contract
 from opie.testing import lab
 from opie.testing import notification_samples
 
@@ -100,7 +100,7 @@ def _rated(client):
     window; the flavor's extra specs then."""
     def rated():
         specs = _published(client)
-        rates = interruptions.published(specs)
+        rates = contract.published(specs)
         return all(rate and rate > 0 for rate in rates.values()) and specs
     return lab.wait_or_show('the reconciler to publish the preemption',
                             rated, lambda: _published(client))
@@ -199,10 +199,10 @@ def test_counters_move_with_a_preemption(story):
 def test_a_preemption_shows_in_the_flavor_rates(story):
     assert story.server.status == 'ACTIVE'
     specs = story.specs
-    assert all(rate and rate > 0 for rate in interruptions.published(
+    assert all(rate and rate > 0 for rate in contract.published(
         specs).values()), specs
     updated = datetime.datetime.strptime(
-        specs[interruptions.UPDATED_SPEC], '%Y-%m-%dT%H:%M:%SZ')
+        specs[contract.UPDATED_SPEC], '%Y-%m-%dT%H:%M:%SZ')
     assert updated <= datetime.datetime.utcnow() + datetime.timedelta(
         minutes=5)
     # The flavor keeps its contract: the audit reports nothing of it.

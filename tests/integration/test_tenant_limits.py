@@ -21,10 +21,10 @@ on ``class:CUSTOM_PREEMPTIBLE_*``.
 from novaclient import exceptions as nova_exc
 import pytest
 
-from opie.core import preemptible
+from opie.core import contract
 from opie.testing import lab
 
-MARK = {preemptible.PREEMPTIBLE_SPEC: 'true'}
+MARK = {contract.PREEMPTIBLE_SPEC: 'true'}
 SMALL_PER_HOST = 4
 
 

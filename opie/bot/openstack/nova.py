@@ -29,18 +29,17 @@ counted as a preemption.
 
 OPIE's preemption notice (``opie.nova.notice``) is read from the same
 listing, which carries each server's metadata (and lists a server again
-when its metadata changes: Nova saves it with the server, whose
-``updated`` moves): an ACTIVE server whose :data:`NOTICE_KEY` names a
-time is reported once as a ``NOTICE`` at that time, in job time.  The
-value may be anything the owner, or any member of the project, wrote:
-one that names no time is journalled once per server
-(``notice_unusable``) and ignored; a time long past or far away is
-reported as it is (the executor then has no time to save anything, or
-all the time it needs).  A notice removed while the server is ACTIVE
-(OPIE withdrew it: the server is no victim any more) is journalled
-(``notice_withdrawn``); the executor does not take a server back, so the
-server keeps running what it runs and takes nothing new.  A new value
-is a new notice.  The key OPIE left on a server it stopped and shelved
+when its metadata changes: Nova saves it with the server, whose ``updated``
+moves): an ACTIVE server whose :data:`.contract.NOTICE_KEY` names a time is
+reported once as a ``NOTICE`` at that time, in job time. The value may be
+anything the owner, or any member of the project, wrote: one that names no
+time is journalled once per server (``notice_unusable``) and ignored; a
+time long past or far away is reported as it is (the executor then has no
+time to save anything, or all the time it needs). A notice removed while
+the server is ACTIVE (OPIE withdrew it: the server is no victim any more)
+is journalled (``notice_withdrawn``); the executor does not take a server
+back, so the server keeps running what it runs and takes nothing new. A new
+value is a new notice. The key OPIE left on a server it stopped and shelved
 names a time past when the server comes back: that is no notice.
 
 Ownership comes from the journal, never from what is on the cloud: any
@@ -63,7 +62,6 @@ cloud ended after the last poll, before the job's own delete reached it
 reads a preemption there, as the next poll would have told it.
 """
 import datetime
-import re
 import secrets
 import time
 
@@ -72,8 +70,7 @@ from novaclient import client as nova_client
 from novaclient import exceptions as nova_exc
 
 from opie.bot import interfaces
-from opie.core import interruptions
-from opie.core import preemptible
+from opie.core import contract
 
 API_VERSION = '2.60'      # 2.52 tags at create, 2.37 nics=none
 IMAGE_PROXY_VERSION = '2.35'   # the last with Nova's image API
@@ -88,14 +85,7 @@ NONCE = 'opie-nonce'    # server metadata: which create call made it
 CREATE_WINDOW = datetime.timedelta(minutes=10)
 # A server's updated_at may lag the clock of the poll that sees it.
 SINCE_MARGIN = datetime.timedelta(minutes=2)
-# Server metadata: when OPIE preempts the server (opie.nova.notice.KEY;
-# opie-bot imports nothing of Nova).
-NOTICE_KEY = 'opie:preempt_at'
-# The notice's value: an ISO 8601 time, as opie.nova.notice.stamp writes
-# it (or with a fraction, an offset, or none: UTC); and how much of a
-# value that is not one the journal shows.
-NOTICE_FORMAT = re.compile(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?'
-                           r'(Z|[+-]\d\d:\d\d)?', re.ASCII)
+# How much of a notice value that is not one the journal shows.
 NOTICE_VALUE_SHOWN = 80
 
 
@@ -109,7 +99,7 @@ def tag_for(job_id):
 
 def nova_flavor_name(name, is_preemptible):
     """The Nova flavor of job flavor ``name`` in one market."""
-    return name + (preemptible.NAME_SUFFIX if is_preemptible else '')
+    return name + (contract.NAME_SUFFIX if is_preemptible else '')
 
 
 def client(conn):
@@ -130,7 +120,7 @@ def published_rates(nova, names):
     found = {}
     for name in names:
         flavor = by_name.get(nova_flavor_name(name, True))
-        found[name] = interruptions.published(
+        found[name] = contract.published(
             flavor.get_keys() if flavor else {})
     return found
 
@@ -172,11 +162,11 @@ class NovaCloud(interfaces.Cloud):
                 if flavor is None:
                     problems.append('no flavor %r' % nova_name)
                     continue
-                marked = preemptible.is_preemptible(flavor.get_keys())
+                marked = contract.is_preemptible(flavor.get_keys())
                 if marked != is_preemptible:
                     problems.append('flavor %r %s %s=true' % (
                         nova_name, 'lacks' if is_preemptible else 'has',
-                        preemptible.PREEMPTIBLE_SPEC))
+                        contract.PREEMPTIBLE_SPEC))
                     continue
                 self.flavors[(name, is_preemptible)] = flavor.id
         self.image = self._find_image(problems)
@@ -286,7 +276,7 @@ class NovaCloud(interfaces.Cloud):
             if sid in self.servers:
                 was = self.servers[sid]['state']
                 self._transition(sid, status)
-                self._notice(sid, (metadata or {}).get(NOTICE_KEY),
+                self._notice(sid, (metadata or {}).get(contract.NOTICE_KEY),
                              stale=was == SHELVED)
         self._retry_unshelve()
 
@@ -342,7 +332,7 @@ class NovaCloud(interfaces.Cloud):
                                  'event': 'notice_withdrawn', 'server': sid})
         if value is None:
             return
-        at = preempt_at(value)
+        at = contract.notice_time(value)
         if at is not None:
             at = self.clock.job_time(at)
             if stale and at <= self.clock.now():
@@ -444,21 +434,6 @@ def _record(name, state):
             'notice': None,      # the notice value last seen
             'noticed': False,    # and it was reported
             'refused': False}    # an unusable one was journalled
-
-
-def preempt_at(value):
-    """The time (epoch seconds) a :data:`NOTICE_KEY` value names, or
-    None if it names none: ISO 8601, UTC unless it says otherwise (as
-    ``opie.nova.notice.parse`` reads it)."""
-    if not isinstance(value, str) or not NOTICE_FORMAT.fullmatch(value):
-        return None
-    try:
-        when = datetime.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    return when.timestamp()
 
 
 def _utcnow():

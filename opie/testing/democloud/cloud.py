@@ -41,8 +41,8 @@ import yaml
 from nova.tests import fixtures as nova_fixtures
 
 from opie.testing.democloud import virt
+from opie.core import contract
 from opie.core import flavor_spec
-from opie.core import preemptible
 from opie.testing import guests
 from opie.testing import harness
 
@@ -111,7 +111,7 @@ class InProcessCloud(harness.OpieHarness):
                 ephemeral=0)
             specs = flavor_spec.preemptible_specs(flavor_spec.Flavor(
                 size, vcpus, memory_mb, disk_gb))
-            name = size + preemptible.NAME_SUFFIX
+            name = size + contract.NAME_SUFFIX
             self.flavors[name] = self._create_flavor(
                 name=name, vcpu=vcpus, memory_mb=memory_mb, disk=disk_gb,
                 ephemeral=0, extra_spec=specs)

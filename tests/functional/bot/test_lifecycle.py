@@ -22,8 +22,8 @@ import time
 import yaml
 
 from opie.testing.democloud import demo
+from opie.core import contract
 from opie.core import flavor_spec
-from opie.core import preemptible
 from tests.functional.bot import base
 
 # Far more vCPUs than a compute of the in-process cloud has: Nova finds
@@ -37,7 +37,7 @@ class Lifecycle(base.BotCloud):
         super().setUp()
         for name, specs in (
                 ('huge', None),
-                ('huge' + preemptible.NAME_SUFFIX,
+                ('huge' + contract.NAME_SUFFIX,
                  flavor_spec.preemptible_specs(flavor_spec.Flavor(
                      'huge', HUGE_VCPUS, 1024, 1)))):
             self._create_flavor(name=name, vcpu=HUGE_VCPUS, memory_mb=1024,

@@ -17,8 +17,8 @@ import types
 
 import pytest
 
+from opie.core import contract
 from opie.core import flavor_spec
-from opie.core import preemptible
 from opie.nova import flavor_check
 from opie.nova import hoststate
 
@@ -50,7 +50,7 @@ def test_a_flavor_keeping_the_contract_is_preemptible(caplog):
 
 
 @pytest.mark.parametrize('specs', [
-    {preemptible.PREEMPTIBLE_SPEC: 'true'},
+    {contract.PREEMPTIBLE_SPEC: 'true'},
     dict(OVERRIDES, **{'resources:PCPU': '2'}),
     dict(OVERRIDES, **{'resources:VGPU': '1'}),
     dict(OVERRIDES, **{'resources:CUSTOM_PREEMPTIBLE_VCPU': '0'}),
@@ -60,8 +60,8 @@ def test_a_marked_flavor_breaking_the_contract_is_normal(specs):
 
 
 def test_the_warning_is_logged_once_per_flavor(caplog):
-    broken = _flavor('p.broken', {preemptible.PREEMPTIBLE_SPEC: 'true'})
-    other = _flavor('p.other', {preemptible.PREEMPTIBLE_SPEC: 'yes'})
+    broken = _flavor('p.broken', {contract.PREEMPTIBLE_SPEC: 'true'})
+    other = _flavor('p.other', {contract.PREEMPTIBLE_SPEC: 'yes'})
 
     with caplog.at_level(logging.WARNING):
         for _ in range(3):
@@ -86,7 +86,7 @@ def test_the_warning_is_logged_once_per_flavor(caplog):
 def test_a_flavor_changed_since_is_checked_again(caplog):
     with caplog.at_level(logging.WARNING):
         assert not hoststate.is_preemptible(
-            _flavor('p.medium', {preemptible.PREEMPTIBLE_SPEC: 'true'}))
+            _flavor('p.medium', {contract.PREEMPTIBLE_SPEC: 'true'}))
         assert hoststate.is_preemptible(_flavor('p.medium', OVERRIDES))
 
     assert len(_warnings(caplog)) == 1

@@ -20,6 +20,7 @@ import random
 from nova import objects
 import pytest
 
+from opie.core import contract
 from opie.nova import flavor_check
 from opie.nova import notice
 
@@ -83,7 +84,7 @@ class _Compute:
         system = {} if value is None else {notice.SYSTEM_KEY: value}
         self.instance = objects.Instance(
             uuid='u', system_metadata=system,
-            metadata={} if owners is None else {notice.KEY: owners})
+            metadata={} if owners is None else {contract.NOTICE_KEY: owners})
 
     def get(self, context, uuid, expected_attrs=None):
         return self.instance
@@ -97,14 +98,14 @@ def test_the_reconcilers_check_never_raises(value):
 
 
 @pytest.mark.parametrize('owners', [
-    notice.stamp(NOW + datetime.timedelta(seconds=60)),
-    notice.stamp(NOW + datetime.timedelta(days=365 * 100))])
+    contract.notice_stamp(NOW + datetime.timedelta(seconds=60)),
+    contract.notice_stamp(NOW + datetime.timedelta(days=365 * 100))])
 def test_the_key_its_owner_writes_is_never_read(owners):
     assert not notice.announced(_Compute(None, owners), None, 'u', NOW)
 
 
 def test_a_notice_the_scheduler_gave_is_left_to_it_until_its_stop_time():
-    value = notice.stamp(NOW + datetime.timedelta(seconds=60))
+    value = contract.notice_stamp(NOW + datetime.timedelta(seconds=60))
     assert notice.announced(_Compute(value), None, 'u', NOW)
     assert not notice.announced(_Compute(value), None, 'u', NOW + (
         datetime.timedelta(seconds=60 + 60 + notice.STOP_MARGIN)))

@@ -23,6 +23,7 @@ import datetime
 
 import pytest
 
+from opie.core import contract
 from opie.bot import agent
 from opie.bot import executor as executor_mod
 from opie.bot import map_choice
@@ -125,7 +126,7 @@ def test_a_notice_stops_the_task_with_a_checkpoint_and_loses_no_work(
     w.run(until=lambda: w.clock.now() >= 600)
     sid = w.server_of('t00')
     at = w.clock.now() + 900
-    w.nova.servers.get(sid).metadata[nova.NOTICE_KEY] = stamp(at)
+    w.nova.servers.get(sid).metadata[contract.NOTICE_KEY] = stamp(at)
 
     w.run()
 
@@ -157,7 +158,7 @@ def test_whatever_the_tenant_writes_there_the_job_ends(tmp_path, value,
     w.executor.start()
     servers = list(w.nova.servers.all.values())
     for server in servers:
-        server.metadata[nova.NOTICE_KEY] = value
+        server.metadata[contract.NOTICE_KEY] = value
 
     w.run()
 

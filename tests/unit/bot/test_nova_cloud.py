@@ -17,6 +17,7 @@ import pytest
 
 from novaclient import exceptions as nova_exc
 
+from opie.core import contract
 from opie.bot import interfaces
 from opie.bot import stores as memory
 from opie.bot.openstack import nova
@@ -275,7 +276,7 @@ def noticed(metadata_by_poll, sid='a'):
 
 
 def notice(value):
-    return {nova.NOTICE_KEY: value, 'opie-job': 'j-1'}
+    return {contract.NOTICE_KEY: value, 'opie-job': 'j-1'}
 
 
 @pytest.mark.parametrize('value', [

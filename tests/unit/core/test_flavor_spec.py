@@ -13,8 +13,8 @@
 """What a preemptible flavor must ask of Placement, and checking it."""
 import pytest
 
+from opie.core import contract
 from opie.core import flavor_spec
-from opie.core import preemptible
 
 SMALL = flavor_spec.Flavor('m1.small', vcpus=1, memory_mb=2048, root_gb=20,
                            ephemeral_gb=5, swap_mb=1500)
@@ -82,13 +82,13 @@ def _marked_only(flavor):
     return flavor_spec.Flavor(flavor.name, flavor.vcpus, flavor.memory_mb,
                               flavor.root_gb, flavor.ephemeral_gb,
                               flavor.swap_mb,
-                              {preemptible.PREEMPTIBLE_SPEC: 'true'})
+                              {contract.PREEMPTIBLE_SPEC: 'true'})
 
 
 def test_the_specs_a_marked_flavor_lacks_are_all_its_overrides():
     assert flavor_spec.missing_specs(_marked_only(SMALL)) == {
         key: value for key, value in flavor_spec.preemptible_specs(
-            SMALL).items() if key != preemptible.PREEMPTIBLE_SPEC}
+            SMALL).items() if key != contract.PREEMPTIBLE_SPEC}
     assert flavor_spec.missing_specs(_twin()) == {}
     assert flavor_spec.missing_specs(_twin(**{
         'resources:CUSTOM_PREEMPTIBLE_VCPU': '4'})) == {
@@ -126,7 +126,7 @@ def test_a_preemptible_flavor_of_zero_vcpus_is_named():
 def test_a_flavor_keeping_the_contract_or_unmarked_is_not_refused():
     assert flavor_spec.refusal(_twin()) is None
     assert flavor_spec.refusal(SMALL) is None
-    typo = _twin(**{preemptible.PREEMPTIBLE_SPEC: 'ture'})
+    typo = _twin(**{contract.PREEMPTIBLE_SPEC: 'ture'})
     assert flavor_spec.refusal(typo) is None
 
 
@@ -203,5 +203,5 @@ def test_a_missing_override_of_a_zero_size_is_what_nova_asks_anyway():
     ('true', True), (' True ', True), ('1', True), ('yes', True),
     ('false', False), ('', False), ('no', False)])
 def test_mark_values_read_as_the_scheduler_reads_them(value, marked):
-    specs = {preemptible.PREEMPTIBLE_SPEC: value}
-    assert preemptible.is_preemptible(specs) is marked
+    specs = {contract.PREEMPTIBLE_SPEC: value}
+    assert contract.is_preemptible(specs) is marked

@@ -14,6 +14,7 @@
 last day and the last week, and the extra specs that publish them."""
 import datetime
 
+from opie.core import contract
 from opie.core import flavor_spec
 from opie.core import interruptions
 
@@ -85,9 +86,9 @@ def test_published_specs_and_only_what_changed_is_written():
 
 def test_published_rates_read_back():
     specs = interruptions.specs({'1d': 0.25, '7d': None}, NOW)
-    assert interruptions.published(specs) == {'1d': 0.25, '7d': None}
-    assert interruptions.published({}) == {'1d': None, '7d': None}
-    assert interruptions.published(
+    assert contract.published(specs) == {'1d': 0.25, '7d': None}
+    assert contract.published({}) == {'1d': None, '7d': None}
+    assert contract.published(
         {'opie:interruptions_per_server_day_1d': 'nan'})['1d'] is None
 
 
