@@ -342,8 +342,10 @@ class OpieHarness(integrated_helpers._IntegratedTestBase):
             return fields is not None and all(
                 fields.get(name) == value
                 for name, value in expected_params.items())
-        self._poll(reached_in_cell if set(expected_params) <= set(DB_FIELDS)
-                   else reached, max_retries)
+        # A fault is recorded after the ERROR state: the API tells it.
+        in_cell = set(expected_params) <= set(DB_FIELDS) and not (
+            wait_for_fault_key and expected_params.get('status') == 'ERROR')
+        self._poll(reached_in_cell if in_cell else reached, max_retries)
         return wait(server, expected_params, max_retries, api,
                     wait_for_fault_key)
 
