@@ -44,9 +44,9 @@ from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
 from nova.compute import instance_actions
-import nova.conf
 from nova.compute import power_state
 from nova.compute import vm_states
+import nova.conf
 from nova import context as nova_context
 from nova.network import model as network_model
 from nova import objects
