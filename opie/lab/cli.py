@@ -30,10 +30,10 @@ import time
 from opie import arguments
 from opie import oneline
 from opie.lab import configs
+from opie.lab import guests
 from opie.lab import process
 from opie.lab import servers
 from opie.lab import settings
-from opie.testing import guests
 
 EXIT_UNAVAILABLE = 3
 API_SERVICES = ('placement', 'glance', 'neutron', 'nova-api',

@@ -12,7 +12,7 @@
 
 """The lab's virt driver: Nova's ``FakeDriver`` at a size of the lab's
 choosing, whose servers run their user data as local processes
-(:mod:`opie.testing.guests`), so opie-bot's agents work on the lab, read
+(:mod:`opie.lab.guests`), so opie-bot's agents work on the lab, read
 their metadata through the lab's metadata proxy
 (:mod:`opie.lab.metadata_proxy`) and get a clean shutdown, and
 whose snapshots (and so shelving) upload the server's disk to the lab's
@@ -37,7 +37,7 @@ from nova.virt import fake
 from oslo_config import cfg
 
 from opie.lab import faults
-from opie.testing import guests
+from opie.lab import guests
 
 OPTS = [
     cfg.IntOpt('vcpus', default=4, help='vCPUs the compute reports.'),

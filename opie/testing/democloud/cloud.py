@@ -43,7 +43,7 @@ from nova.tests import fixtures as nova_fixtures
 from opie.testing.democloud import virt
 from opie.core import contract
 from opie.core import flavor_spec
-from opie.testing import guests
+from opie.lab import guests
 from opie.testing import harness
 
 IMAGE = 'cirros'

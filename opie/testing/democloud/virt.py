@@ -11,8 +11,8 @@
 # under the License.
 
 """The demo cloud's computes: the paper's testbed hosts whose servers run
-their user data (:mod:`opie.testing.guests`)."""
-from opie.testing import guests
+their user data (:mod:`opie.lab.guests`)."""
+from opie.lab import guests
 from opie.testing import harness
 
 
