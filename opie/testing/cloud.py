@@ -291,7 +291,11 @@ class OpieCloud(harness.OpieHarness):
                 pci_requests=objects.InstancePCIRequests(requests=[]),
                 numa_topology=None, vm_state=vm_states.ACTIVE,
                 power_state=power_state.RUNNING, task_state=None,
-                launched_at=launched, created_at=launched, launch_index=0,
+                launched_at=launched, created_at=launched,
+                # Saved since, as a boot saves it many times: the rows read
+                # as changed since a time (changes-since, the instance
+                # cache's catch-up) have it.
+                updated_at=timeutils.utcnow(), launch_index=0,
                 reservation_id='r-' + uuid[:8], root_device_name='/dev/sda',
                 kernel_id='', ramdisk_id='', config_drive='', progress=0,
                 locked=False, old_flavor=None, new_flavor=None)

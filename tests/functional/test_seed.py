@@ -52,6 +52,30 @@ class Seeded(cloud.OpieCloud):
             a['action'] for a in self.api.get_instance_actions(
                 seeded['id'])])
 
+    def test_it_is_changed_since_before_it_as_a_booted_one(self):
+        # Nova's changes-since and the instance cache's catch-up read
+        # the rows updated since a time.
+        since = self.api.get_server(self.booted['id'])['created']
+        changed = {s['name'] for s in self.api.get_servers(
+            search_opts={'changes-since': since})}
+        self.assertEqual({'booted', 'seeded'}, changed)
+
+    def test_it_shelves_unshelves_and_deletes_as_a_booted_one(self):
+        for server in (self.seeded, self.booted):
+            self._shelve_server(server)
+        self.assertEqual({}, self.servers_usages())
+        for server in (self.seeded, self.booted):
+            self._unshelve_server(server)
+            self._delete_server(server)
+            self._wait_until_deleted(server)
+        self.assertEqual({}, self.servers_usages())
+        self.assertEqual({}, self.computes['host-A'].driver.instances)
+
+    def servers_usages(self):
+        """Every host's usages by servers, where it has any."""
+        return {host: used for host in self.HOSTS for used in [
+            servers_usage(self.usage(host))] if used}
+
     def test_placement_the_compute_and_the_request_spec_hold_it_alike(self):
         def allocation(server):
             body = self.placement.get('/allocations/%s' % server['id'],
