@@ -10,13 +10,18 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""pytest set-up of every suite: ``--shard K/N``.
+"""pytest set-up of every suite: ``--shard K/N`` and ``--phases FILE``.
 
 ``--shard K/N`` runs every Nth test collected, from the Kth: N pytest
 processes given 1/N to N/N run a suite between them, each test once
 (tools/quickstart.py runs the unit and the functional suites so, on each
 core). Neighbouring tests (of one class, one file) cost about the same,
 so every Nth balances the processes.
+
+``--phases FILE`` writes the seconds by phase of each in-process cloud
+test (``tests/functional/conftest.py``), to ``FILE.K`` for shard K; other
+suites have none to write. It is every suite's option because
+``tools/quickstart.py test`` gives every process the same options.
 
 Nothing else here: the functional suite's conftest must import Nova
 before anything pulls in eventlet or futurist.
@@ -27,6 +32,9 @@ import pytest
 def pytest_addoption(parser):
     parser.addoption('--shard', default='1/1', metavar='K/N',
                      help='run every Nth test collected, from the Kth')
+    parser.addoption('--phases', metavar='FILE',
+                     help="write each in-process cloud test's seconds by "
+                          'phase to FILE (FILE.K for shard K)')
 
 
 def _shard(value):

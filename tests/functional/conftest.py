@@ -29,8 +29,9 @@
   the test's own set-up after it (the fill: servers booted before the
   test method), the test method and the clean-up
   (``opie.testing.harness.PhaseClock``). The run's summary prints the
-  totals and the files that cost most; ``--phases FILE`` writes every
-  test's split, tab-separated.
+  totals and the files that cost most; ``--phases FILE`` (an option of
+  every suite, ``tests/conftest.py``, since the quick start gives every
+  process the same options) writes every test's split, tab-separated.
 * What lives once the tests are collected (Nova, Placement, the test
   modules) is frozen out of the collector's reach, as oslo.service's
   launcher freezes a scheduler's parent before it forks workers: each
@@ -160,15 +161,12 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_line(text)
     path = config.getoption('phases')
     if path:
+        # One file a shard: they end in any order.
+        k, n = (config.getoption('shard') or '1/1').split('/')
+        path = path if n == '1' else '%s.%s' % (path, k)
         phases = harness.PhaseClock.PHASES
         with open(path, 'w') as f:
             f.write('\t'.join(('test', 'boots') + phases) + '\n')
             for test_id, boots, split in splits:
                 f.write('\t'.join([test_id, str(boots)] + [
                     '%.3f' % split[phase] for phase in phases]) + '\n')
-
-
-def pytest_addoption(parser):
-    parser.addoption('--phases', metavar='FILE',
-                     help="write each in-process cloud test's seconds by "
-                          'phase to FILE, tab-separated')
