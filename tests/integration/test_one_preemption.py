@@ -111,7 +111,11 @@ def story(fast_rates_schedulers, tmp_path_factory):
     """The preemption told once, and all its tests read of it: gathered
     here, since each test's ``empty_cloud`` deletes every server before
     and after it."""
-    # Module fixtures run before the first test's empty_cloud.
+    # Module fixtures run before the first test's empty_cloud (which says
+    # so when the lab is down).
+    why = lab.require_up()
+    if why:
+        pytest.fail(why, pytrace=False)
     lab.delete_all()
     # Deleted servers may hold allocations a moment longer than they are
     # listed; the fill needs the whole lab.

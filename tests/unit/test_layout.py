@@ -226,6 +226,13 @@ def test_the_client_keeps_its_layers():
     assert _client_violations() == []
 
 
+def test_the_contract_brings_nothing_of_opie_along():
+    # What the client may import of the core imports no more of it.
+    contract = PACKAGE / 'core' / 'contract.py'
+    assert [name for _, names in _imports(contract) for name in names
+            if _under(name, ('opie', 'nova'))] == []
+
+
 def test_the_client_check_sees_each_broken_rule(tmp_path, monkeypatch):
     """The check itself: Nova, the lab, the harness or the core beyond
     its contract in the client, a backend or a front end in its core, a
