@@ -98,7 +98,11 @@ def main():
             sys.exit(skipped(message))
         sys.exit(message + '; see the pip output above.')
     if command == 'ci':
-        sys.exit(ci(args))
+        try:
+            sys.exit(ci(args))
+        except KeyboardInterrupt:
+            # ci took the lab down on its way out.
+            sys.exit('lab ci: interrupted; the lab was taken down')
     if command == 'test':
         sys.exit(integration_tests(args))
     if command == 'storm':

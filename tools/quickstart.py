@@ -105,6 +105,11 @@ SHARDS = 2
 # pytest's status when no test was selected: a process that runs none of
 # the tests asked for (-k, or a path in another suite) has not failed.
 NO_TESTS = 5
+# pytest's options whose value, the argument after them, may be a path
+# under tests/ that is not a test to run.
+VALUE_OPTIONS = ('--ignore', '--ignore-glob', '--deselect', '--rootdir',
+                 '--confcutdir', '--basetemp', '--junitxml', '--phases',
+                 '-c', '-k', '-m', '-p')
 
 
 def suites():
@@ -186,10 +191,27 @@ def _failed(codes):
     return [c for c in codes if c not in (0, NO_TESTS)]
 
 
+def _paths_and_options(args):
+    """The test paths asked for, and the rest: a path that is an option's
+    value (``--ignore tests/...``) stays with its option."""
+    paths, options = [], []
+    for previous, arg in zip([None] + args, args):
+        is_path = arg == 'tests' or arg.startswith('tests/')
+        if is_path and previous not in VALUE_OPTIONS:
+            paths.append(arg)
+        else:
+            options.append(arg)
+    return paths, options
+
+
 def test():
     args = sys.argv[2:]
-    paths = [a for a in args if a == 'tests' or a.startswith('tests/')]
-    options = [a for a in args if a not in paths]
+    if any(a == '--shard' or a.startswith('--shard=') for a in args):
+        print('quickstart test: --shard: each of its processes runs a shard '
+              'of its own; to run one shard, run pytest with --shard K/N',
+              file=sys.stderr)
+        return 2
+    paths, options = _paths_and_options(args)
     commands = suites()
     stages = [[_in_venv(command) + targets + options
                for directory, excluded, command in stage

@@ -76,3 +76,14 @@ def test_interrupted_anywhere_it_goes_down(lab, stopped_in):
     with pytest.raises(KeyboardInterrupt):
         lab.ci([])
     assert lab.ran[-1] == 'down'
+
+
+def test_interrupted_it_says_so_in_one_line_and_fails(lab, monkeypatch):
+    monkeypatch.setattr(lab.quickstart, 'ensure_venv', lambda *a: None)
+    monkeypatch.setattr('sys.argv', ['lab.py', 'ci'])
+    lab.codes['test'] = 'interrupted'
+
+    with pytest.raises(SystemExit) as exit:
+        lab.main()
+    assert lab.ran[-1] == 'down'
+    assert exit.value.code == 'lab ci: interrupted; the lab was taken down'

@@ -129,3 +129,27 @@ def test_the_bot_tests_alone_run_in_their_process_only(started,
     assert quickstart.test() == 0
     assert started == [
         'bin/python -m pytest -q tests/functional/bot/test_tenant.py']
+
+
+@pytest.mark.parametrize('option', ['--ignore', '--deselect'])
+def test_a_path_given_to_an_option_is_its_value_not_a_test_to_run(
+        started, monkeypatch, option):
+    monkeypatch.setattr('sys.argv', [
+        'quickstart.py', 'test', option, 'tests/functional/test_race.py'])
+
+    assert quickstart.test() == 0
+    assert started == [
+        argv + ' %s tests/functional/test_race.py' % option
+        for argv in WHOLE_RUN[1:]]
+
+
+@pytest.mark.parametrize('args', [['--shard', '1/2'], ['--shard=2/2']])
+def test_a_shard_asked_for_is_refused_as_each_process_has_its_own(
+        started, monkeypatch, capsys, args):
+    monkeypatch.setattr('sys.argv', ['quickstart.py', 'test'] + args)
+
+    assert quickstart.test() == 2
+    assert started == []
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert '--shard' in err
