@@ -241,7 +241,8 @@ class OpieCloud(harness.OpieHarness):
             self.normal_servers.add(server['id'])
         return server
 
-    def seed(self, size, name, host, preemptible=False, minutes=None):
+    def seed(self, size, name, host, preemptible=False, minutes=None,
+             flavor_id=None):
         """A server of ``size`` ACTIVE on ``host`` as :meth:`boot` leaves
         it, written straight where a boot writes (the cell database, the
         API database's mapping and request spec, Placement's allocation,
@@ -250,12 +251,15 @@ class OpieCloud(harness.OpieHarness):
         claims) instead of through the API, conductor and scheduler: a
         tenth of a boot's time. No worker learns the token's generation
         (a worker then reads the host again, as after a restart). For a
-        fill, not for what a boot itself does. Its API view.
+        fill, not for what a boot itself does. ``flavor_id``: a flavor of
+        the test's own instead of ``size``'s (``preemptible`` says which it
+        is). Its API view.
         """
         flavors = self.preemptible if preemptible else self.normal
         project, user = self.api.project_id, self.api.auth_user
         admin = nova_context.get_admin_context()
-        flavor = objects.Flavor.get_by_flavor_id(admin, flavors[size])
+        flavor = objects.Flavor.get_by_flavor_id(
+            admin, flavor_id or flavors[size])
         image = self.glance.show(admin, self.IMAGE)
         cell = objects.HostMapping.get_by_host(admin, host).cell_mapping
         context = nova_context.RequestContext(user, project, is_admin=True)

@@ -67,9 +67,14 @@ class TermsCloud(cloud.OpieCloud):
             self.set_launched_at(server['id'], minutes)
         return server
 
+    def seed_as(self, flavor, name, host, minutes=None):
+        """:meth:`boot_as`, seeded (:meth:`OpieCloud.seed`): for a fill."""
+        return self.seed(None, name, host, preemptible=True,
+                         minutes=minutes, flavor_id=self.flavors[flavor])
+
     def fill_with_normal(self, host):
         for i in range(2):
-            self.boot('large', '%s-N%d' % (host[-1], i), host=host)
+            self.seed('large', '%s-N%d' % (host[-1], i), host)
 
     def victim_names(self):
         names = {s['id']: s['name'] for s in self.admin_api.get_servers(
@@ -90,9 +95,9 @@ class LowestTierFirst(TermsCloud):
     def test_on_one_host(self):
         # host-A: cheap gold (1 and 2 minutes lost), dear bronze (58, 59).
         for i, minutes in enumerate((61, 62)):
-            self.boot_as('gold', 'gold-%d' % i, 'host-A', minutes)
+            self.seed_as('gold', 'gold-%d' % i, 'host-A', minutes)
         for i, minutes in enumerate((118, 119)):
-            self.boot_as('bronze', 'bronze-%d' % i, 'host-A', minutes)
+            self.seed_as('bronze', 'bronze-%d' % i, 'host-A', minutes)
         self.fill_with_normal('host-B')
         self.select_destinations.reset_mock()
 
@@ -107,8 +112,8 @@ class LowestTierFirst(TermsCloud):
         # host-A all cheap gold; host-B all dear bronze: the preemption
         # cost weigher alone would send the request to host-A.
         for i in range(4):
-            self.boot_as('gold', 'gold-%d' % i, 'host-A', 61 + i)
-            self.boot_as('bronze', 'bronze-%d' % i, 'host-B', 110 + i)
+            self.seed_as('gold', 'gold-%d' % i, 'host-A', 61 + i)
+            self.seed_as('bronze', 'bronze-%d' % i, 'host-B', 110 + i)
 
         server = self.boot('medium', 'normal')
         self.wait_for_terminations()
@@ -126,7 +131,7 @@ class NoTierPreemptedForItsOwn(TermsCloud):
         self.flavor('bronze', tier=0)
         for host in self.HOSTS:
             for i in range(4):
-                self.boot_as('bronze', '%s-%d' % (host[-1], i), host, 61)
+                self.seed_as('bronze', '%s-%d' % (host[-1], i), host, 61)
         before = self.live_names()
 
         server = self.boot_as('gold', 'gold', expected_state='ERROR')
@@ -148,8 +153,8 @@ class MinimumUptime(TermsCloud):
         # host-A: young ones, cheapest (5 minutes lost), and old dear
         # ones (58, 59).
         for i in range(2):
-            self.boot_as('kept', 'young-%d' % i, 'host-A', 5)
-            self.boot_as('kept', 'old-%d' % i, 'host-A', 118 + i)
+            self.seed_as('kept', 'young-%d' % i, 'host-A', 5)
+            self.seed_as('kept', 'old-%d' % i, 'host-A', 118 + i)
         self.fill_with_normal('host-B')
 
         server = self.boot('medium', 'normal')
@@ -163,10 +168,10 @@ class MinimumUptime(TermsCloud):
         # the write, says it launched again (a rescue, a rebuild) a minute
         # ago: its owner could repeat that to stay young, so a minimum
         # uptime counts from its creation (found by review).
-        old = [self.boot_as('kept', 'old-%d' % i, 'host-A', 118 + i)
+        old = [self.seed_as('kept', 'old-%d' % i, 'host-A', 118 + i)
                for i in range(2)]
         for i in range(2):
-            self.boot('medium', 'A-N%d' % i, host='host-A')
+            self.seed('medium', 'A-N%d' % i, 'host-A')
         self.fill_with_normal('host-B')
         pending = [lambda: self.set_launched_at(old[0]['id'], 1,
                                                 created=False)]
@@ -188,7 +193,7 @@ class MinimumUptime(TermsCloud):
     def test_a_request_only_young_servers_could_serve_fails_saying_so(self):
         for host in self.HOSTS:
             for i in range(4):
-                self.boot_as('kept', '%s-%d' % (host[-1], i), host, 30)
+                self.seed_as('kept', '%s-%d' % (host[-1], i), host, 30)
         before = self.live_names()
 
         server = self.boot('medium', 'normal', expected_state='ERROR')
@@ -227,10 +232,10 @@ class ReconcilerKeepsTheTerms(TermsCloud):
             nova_context.get_admin_context(), now=later)
 
     def test_a_young_server_goes_only_where_no_old_one_covers(self):
-        young = [self.boot_as('kept', 'young-%d' % i, 'host-A', 90)['id']
+        young = [self.seed_as('kept', 'young-%d' % i, 'host-A', 90)['id']
                  for i in range(2)]
         for i in range(2):
-            self.boot_as('kept', 'old-%d' % i, 'host-A', 115 + i)
+            self.seed_as('kept', 'old-%d' % i, 'host-A', 115 + i)
         self.overcommit('host-A', {uuid: 1 for uuid in young})
         self.repair(0)
 
@@ -245,7 +250,7 @@ class ReconcilerKeepsTheTerms(TermsCloud):
         self.assert_within_capacity()
 
     def test_only_young_servers_left_go_and_the_log_says_so(self):
-        servers = [self.boot_as('kept', 'A-%d' % i, 'host-A', 90)['id']
+        servers = [self.seed_as('kept', 'A-%d' % i, 'host-A', 90)['id']
                    for i in range(4)]
         self.overcommit('host-A', {uuid: 30 + i
                                    for i, uuid in enumerate(servers)})
@@ -262,8 +267,8 @@ class ReconcilerKeepsTheTerms(TermsCloud):
         self.flavor('gold', tier=1)
         self.flavor('bronze', tier=0)
         for i in range(2):
-            self.boot_as('gold', 'gold-%d' % i, 'host-A', 61 + i)
-            self.boot_as('bronze', 'bronze-%d' % i, 'host-A', 118 + i)
+            self.seed_as('gold', 'gold-%d' % i, 'host-A', 61 + i)
+            self.seed_as('bronze', 'bronze-%d' % i, 'host-A', 118 + i)
         self.overcommit('host-A', {})
         self.repair(0)
 
@@ -282,8 +287,8 @@ class DefaultMinimumUptime(TermsCloud):
         self.flavor('open', minimum_uptime=0)
         # host-A: young servers of each flavor, those of 'plain' cheaper.
         for i in range(2):
-            self.boot_as('plain', 'plain-%d' % i, 'host-A', 1 + i)
-            self.boot_as('open', 'open-%d' % i, 'host-A', 30 + i)
+            self.seed_as('plain', 'plain-%d' % i, 'host-A', 1 + i)
+            self.seed_as('open', 'open-%d' % i, 'host-A', 30 + i)
         self.fill_with_normal('host-B')
 
         self.boot('medium', 'normal')
@@ -301,8 +306,8 @@ class TermsOfTheBoot(TermsCloud):
         self.boot_as('changing', 'booted-as-1', 'host-A', 61)
         self.set_terms('changing', tier=0)
         self.boot_as('changing', 'booted-as-0', 'host-A', 119)
-        self.boot('medium', 'A-N0', host='host-A')
-        self.boot('medium', 'A-N1', host='host-A')
+        self.seed('medium', 'A-N0', 'host-A')
+        self.seed('medium', 'A-N1', 'host-A')
         self.fill_with_normal('host-B')
 
         self.boot('medium', 'normal')
@@ -321,8 +326,8 @@ class TermsOfTheBoot(TermsCloud):
         self._confirm_resize(resized)
         self.set_launched_at(resized['id'], 119)
         for i in range(2):
-            self.boot_as('gold', 'gold-%d' % i, 'host-A', 61 + i)
-        self.boot('medium', 'A-N0', host='host-A')
+            self.seed_as('gold', 'gold-%d' % i, 'host-A', 61 + i)
+        self.seed('medium', 'A-N0', 'host-A')
 
         self.boot('medium', 'normal')
         self.wait_for_terminations()
@@ -338,8 +343,8 @@ class BadTerms(TermsCloud):
         self.flavor('gold', tier=1)
         # 'odd' dear, 'gold' cheap: as tier 0, 'odd' goes first.
         for i in range(2):
-            self.boot_as('odd', 'odd-%d' % i, 'host-A', 118 + i)
-            self.boot_as('gold', 'gold-%d' % i, 'host-A', 61 + i)
+            self.seed_as('odd', 'odd-%d' % i, 'host-A', 118 + i)
+            self.seed_as('gold', 'gold-%d' % i, 'host-A', 61 + i)
         self.fill_with_normal('host-B')
 
         self.boot('medium', 'normal')
