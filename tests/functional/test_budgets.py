@@ -444,11 +444,10 @@ class RaceForTheLastOfABudget(Budgets):
         # room for a large one. host-A: four preemptibles (partial
         # periods 20 to 35): the room for a large server.
         for i in range(3):
-            self.boot('medium', 'NB%d' % i, host='host-B')
-        self.boot('medium', 'PB', host='host-B', preemptible=True,
-                  minutes=65)
+            self.seed('medium', 'NB%d' % i, 'host-B')
+        self.seed('medium', 'PB', 'host-B', preemptible=True, minutes=65)
         for i, minutes in enumerate((80, 85, 90, 95)):
-            self.boot('medium', 'PA%d' % i, host='host-A', preemptible=True,
+            self.seed('medium', 'PA%d' % i, 'host-A', preemptible=True,
                       minutes=minutes)
         self.other = self.other_worker()
 

@@ -78,7 +78,7 @@ class NoticeCloud(cloud.OpieCloud):
                 **{'opie:notice': str(NOTICE)}))
         # Host-A full: 4 x 2 vCPU; the cheapest victim is P-2 (5 min).
         for i, minutes in enumerate((110, 220, 65, 80)):
-            self.boot('medium', 'P-%d' % i, host='host-A', preemptible=True,
+            self.seed('medium', 'P-%d' % i, 'host-A', preemptible=True,
                       minutes=minutes)
         self.victim = self.server('P-2')['id']
         del self.seen[:]

@@ -244,7 +244,7 @@ class ForcedMoves(cloud.OpieCloud):
     def setUp(self):
         super().setUp()
         for i, minutes in enumerate((91, 152, 213, 274)):
-            self.boot('medium', 'A-%d' % i, host='host-A', preemptible=True,
+            self.seed('medium', 'A-%d' % i, 'host-A', preemptible=True,
                       minutes=minutes)
         self.a0 = self.server('A-0')['id']
         self.mover = self.boot('medium', 'mover', host='host-B')
