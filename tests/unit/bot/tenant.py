@@ -46,10 +46,10 @@ class Tenant:
                                          'policy': policy})
         return str(path)
 
-    def cli(self, *argv, kill_after=None):
+    def cli(self, *argv, kill_after=None, event=None):
         """(exit status, stdout, stderr) of one command; 'killed' as the
-        status if it was killed."""
-        opened = fake_nova.killer(self.monkeypatch, kill_after)
+        status if it was killed (:func:`fake_nova.killer`)."""
+        opened = fake_nova.killer(self.monkeypatch, kill_after, event)
         try:
             code = cli.main(list(argv) + ['--data-dir', str(self.dir)])
         except fake_nova.Killed:
@@ -61,12 +61,14 @@ class Tenant:
         out, err = self.capsys.readouterr()
         return code, out, err
 
-    def run(self, *extra, kill_after=None, speed=fake_nova.SPEED):
+    def run(self, *extra, kill_after=None, event=None,
+            speed=fake_nova.SPEED):
         return self.cli('run', self.job, '--backend', 'openstack',
                         '--image', fake_nova.IMAGE, '--network', 'none',
                         '--store', 'file://%s' % (self.dir / 'store'),
                         '--speed', str(speed), '--poll', '0.002',
-                        '--quiet', *extra, kill_after=kill_after)
+                        '--quiet', *extra, kill_after=kill_after,
+                        event=event)
 
     def job_id(self):
         (path,) = (self.dir / 'jobs').glob('*.sqlite')
