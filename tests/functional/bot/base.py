@@ -125,6 +125,16 @@ class BotCloud(cloud_mod.InProcessCloud):
 
     # -- checks ---------------------------------------------------------------
 
+    def assert_ran_to_its_end(self, code, job_id, name):
+        """The job finished and the client's exit code says its report's
+        verdict: met (0) or missed (1) is this machine's load, at 30 job
+        seconds a wall second of boots (seen missed in CI beside the lab);
+        tests/unit/bot drive the clock and assert the deadline kept."""
+        result = self.report(job_id)['result']
+        self.assertTrue(result['finished'], self.output(name))
+        self.assertEqual(0 if result['deadline_met'] else 1, code,
+                         self.output(name))
+
     def assert_every_task_committed_once(self, job_id):
         results = os.path.join(self.dir, 'store', job_id, 'results')
         names = sorted(os.listdir(results))

@@ -40,14 +40,8 @@ class CloudRun(base.BotCloud):
         code = self.wait(client, preempt=True)
 
         job_id = self.job_id()
+        self.assert_ran_to_its_end(code, job_id, 'client')
         rep = self.report(job_id)
-        # Met or missed is this machine's load, at 30 job seconds a wall
-        # second of boots; tests/unit/bot/test_executor.py's migrations
-        # (on a clock the test drives) assert it met. The exit code says
-        # the report's verdict.
-        met = rep['result']['deadline_met']
-        self.assertEqual(0 if met else 1, code, self.output('client'))
-        self.assertTrue(rep['result']['finished'])
         # The other tenant's boots preempt; so may the job's own normal
         # servers, booted for migrations: Nova's instance actions tell.
         self.assertGreaterEqual(self.preempted, 1)

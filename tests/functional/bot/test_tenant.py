@@ -119,7 +119,7 @@ class Tenant(base.BotCloud):
         self.assertEqual(1, len(lines), lines)
         self.assertIn('another opie-bot (pid %d)' % first.pid, lines[0])
 
-        self.assertEqual(0, self.wait(first), self.output('resume'))
+        self.assert_ran_to_its_end(self.wait(first), job_id, 'resume')
         events = [r[2] for r in self.journal_rows(job_id)]
         self.assertEqual(16, events.count('task_finish'))
         # The impostors' normal boots may preempt the job's servers (and
@@ -186,8 +186,9 @@ class ShortSecret(base.BotCloud):
         client = self.spawn(demo.client_command(self.image, self.job, self.dir,
                                                 base.SPEED), 'client')
 
-        self.assertEqual(0, self.wait(client), self.output('client'))
+        code = self.wait(client)
         job_id = self.job_id()
+        self.assert_ran_to_its_end(code, job_id, 'client')
         self.assertEqual(16, sum(1 for r in self.journal_rows(job_id)
                                  if r[2] == 'task_finish'))
         self.assert_every_task_committed_once(job_id)
