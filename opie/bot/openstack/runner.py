@@ -40,13 +40,12 @@ there: no forged object makes the client take a task for done.
 """
 import json
 import math
-import os
 
 from opie.bot import agent
 from opie.bot import interfaces
 from opie.bot import staging
 
-AGENT_SOURCE = os.path.join(os.path.dirname(agent.__file__), 'agent.py')
+AGENT_SOURCE = agent.__file__
 
 
 def user_data(config):
