@@ -24,7 +24,7 @@ includes.
 import argparse
 import pathlib
 
-from opie.bot import jobfile
+from opie.bot.job import jobfile
 from opie.bot import map_choice
 from opie.bot import report
 from opie.bot import scenarios

@@ -24,7 +24,7 @@ import argparse
 import pathlib
 import time
 
-from opie.bot import jobfile
+from opie.bot.job import jobfile
 from opie.bot import map_choice
 from opie.bot import report
 from opie.bot import scenarios

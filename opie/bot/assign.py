@@ -42,7 +42,7 @@ import math
 import typing
 
 from opie.bot import fleet as fleet_mod
-from opie.bot import model
+from opie.bot.job import model
 
 IDLE = 'idle'
 BUSY = 'busy'

@@ -28,7 +28,7 @@ import dataclasses
 import math
 import typing
 
-from opie.bot import model
+from opie.bot.job import model
 
 MAX_PER_RUN = 1000
 

@@ -37,16 +37,16 @@ from opie import oneline
 from opie.bot import datadir
 from opie.bot import html
 from opie.bot import job_map
-from opie.bot import jobfile
+from opie.bot.job import jobfile
 from opie.bot import journal as journal_mod
 from opie.bot import map_choice
-from opie.bot import model
+from opie.bot.job import model
 from opie.bot import paths
 from opie.bot import report
 from opie.bot import scenarios
-from opie.bot import schema
+from opie.bot.job import schema
 from opie.bot import stats
-from opie.bot import units
+from opie.bot.job import units
 from opie.bot import watch
 from opie.bot.sim import backend
 from opie.bot.sim import preemption

@@ -110,7 +110,7 @@ from opie import oneline
 from opie.bot import agent
 from opie.bot import datadir
 from opie.bot import html
-from opie.bot import jobfile
+from opie.bot.job import jobfile
 from opie.bot import journal as journal_mod
 from opie.bot import lifecycle
 from opie.bot import map_choice
@@ -162,7 +162,7 @@ class CancelRequested(Exception):
 
 def tag_for(job_id):
     """The controller's Nova tag: at most 60 characters, as Nova wants,
-    for the longest job id (see :data:`opie.bot.schema`)."""
+    for the longest job id (see :data:`opie.bot.job.schema`)."""
     return 'opie-ctl-%s' % job_id
 
 

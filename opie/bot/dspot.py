@@ -29,7 +29,7 @@ preemptible) and ``code`` keeps no reserve for the boot at all.
 import heapq
 import math
 
-from opie.bot import model
+from opie.bot.job import model
 
 
 def list_makespan(durations, slots):

@@ -78,7 +78,7 @@ from opie.bot import assign
 from opie.bot import fleet as fleet_mod
 from opie.bot import hangs as hangs_mod
 from opie.bot import interfaces
-from opie.bot import model
+from opie.bot.job import model
 from opie.bot import takeover_watch
 
 

@@ -28,7 +28,7 @@ import collections
 import math
 
 from opie.bot import checkpoint
-from opie.bot import model
+from opie.bot.job import model
 from opie.bot import projection
 
 BOOTING = 'booting'

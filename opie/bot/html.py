@@ -25,7 +25,7 @@ tenant typed.
 """
 import html
 
-from opie.bot import units
+from opie.bot.job import units
 
 # Chart coordinates (viewBox units, not pixels).  _RIGHT leaves room for
 # the last axis label, centred on a tick at most at the plot's right edge.

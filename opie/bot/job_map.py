@@ -48,7 +48,7 @@ import itertools
 import typing
 
 from opie.bot import dspot as dspot_mod
-from opie.bot import model
+from opie.bot.job import model
 from opie.bot import projection
 from opie.bot import wrr
 

@@ -29,7 +29,7 @@ import collections
 
 from opie.bot import job_map
 from opie.bot import map_choice
-from opie.bot import model
+from opie.bot.job import model
 from opie.bot import report
 
 QUEUED, RUNNING, DONE, FAILED = 'queued', 'running', 'done', 'failed'

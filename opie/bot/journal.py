@@ -79,7 +79,7 @@ class JournalBusy(JournalError):
 IDENTIFIERS = frozenset(('event', 'task', 'server', 'servers', 'kept',
                          'key', 'flavor', 'market', 'src', 'dst', 'reason',
                          'image', 'nonce'))
-# A job name (see opie.bot.schema) and a random suffix.
+# A job name (see opie.bot.job.schema) and a random suffix.
 JOB_ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,43}-[0-9a-f]{6}')
 # Opening a journal: never through a link, never blocking on a FIFO.
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC \

@@ -36,7 +36,7 @@ import math
 
 from opie.bot import fleet as fleet_mod
 from opie.bot import job_map
-from opie.bot import model
+from opie.bot.job import model
 from opie.bot import takeover
 from opie.bot.sim import backend
 

@@ -43,7 +43,7 @@ import os
 from opie.bot import agent
 from opie.bot import datadir
 from opie.bot import interfaces
-from opie.bot import jobfile
+from opie.bot.job import jobfile
 from opie.bot import paths
 
 

@@ -22,7 +22,7 @@ what the cloud billed.
 import math
 
 from opie.bot import job_map
-from opie.bot import model
+from opie.bot.job import model
 
 _EPS = 1e-9
 # The records that end a server's bill: deleted by the client (executor

@@ -52,7 +52,7 @@ import math
 import typing
 
 from opie.bot import assign
-from opie.bot import model
+from opie.bot.job import model
 from opie.bot import projection
 
 EPSILON_S = 1e-6

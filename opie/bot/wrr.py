@@ -22,7 +22,7 @@ paper's Table 9.  A flavor at its limit is skipped.
 import functools
 import math
 
-from opie.bot import model
+from opie.bot.job import model
 
 _LOW, _HIGH = 1, 3
 

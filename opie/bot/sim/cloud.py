@@ -28,7 +28,7 @@ import math
 import typing
 
 from opie.bot import interfaces
-from opie.bot import model
+from opie.bot.job import model
 
 
 @dataclasses.dataclass

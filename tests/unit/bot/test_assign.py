@@ -13,7 +13,7 @@
 """Alg. 7's spare-time rule (opie.bot.assign), pinned on numbers."""
 from opie.bot import assign
 from opie.bot import fleet as fleet_mod
-from opie.bot import model
+from opie.bot.job import model
 from opie.bot import projection
 
 DEADLINE = 1000.0

@@ -11,7 +11,7 @@
 # under the License.
 
 from opie.bot import checkpoint
-from opie.bot import model
+from opie.bot.job import model
 from tests.unit.bot import helpers
 
 

@@ -21,7 +21,7 @@ from opie.bot import executor
 from opie.bot import interfaces
 from opie.bot import job_map
 from opie.bot import map_choice
-from opie.bot import model
+from opie.bot.job import model
 from opie.bot import report
 from opie.bot import stores
 from opie.bot.sim import backend

@@ -21,7 +21,7 @@ from opie.bot import html
 from opie.bot import map_choice
 from opie.bot import report
 from opie.bot.sim import backend
-from opie.bot import units
+from opie.bot.job import units
 from tests.unit.bot import helpers
 
 HOSTILE_TASK = '<script>alert("t")</script>'

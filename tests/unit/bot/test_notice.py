@@ -46,7 +46,7 @@ from opie.bot import fleet as fleet_mod
 from opie.bot import interfaces
 from opie.bot import job_map
 from opie.bot import map_choice
-from opie.bot import model
+from opie.bot.job import model
 from opie.bot import scenarios
 from opie.bot.sim import backend
 from opie.bot.sim import preemption

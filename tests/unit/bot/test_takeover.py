@@ -20,7 +20,7 @@ from opie.bot import executor
 from opie.bot import fleet as fleet_mod
 from opie.bot import job_map
 from opie.bot import map_choice
-from opie.bot import model
+from opie.bot.job import model
 from opie.bot import report
 from opie.bot import stores
 from opie.bot import takeover

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Load a job file (YAML or JSON) into a :class:`opie.bot.model.Job`.
+"""Load a job file (YAML or JSON) into a :class:`opie.bot.job.model.Job`.
 
 Every error names the file, the line and the field, e.g.
 ``j60.yaml:14: tasks[3].memory_mb: -1 is less than the minimum of 0``, so a
@@ -29,10 +29,10 @@ import jsonschema
 import yaml
 
 from opie.bot import agent
-from opie.bot import files
-from opie.bot import generate
-from opie.bot import model
-from opie.bot import schema
+from opie.bot.job import files
+from opie.bot.job import generate
+from opie.bot.job import model
+from opie.bot.job import schema
 
 _DEFAULT_LIMIT = 5
 # Values a file may expand to (aliases included); far above any real job.

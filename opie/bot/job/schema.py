@@ -14,10 +14,10 @@
 
 The schema checks shapes and ranges; what needs the whole file (flavor
 names used by tasks, unique ids, generator ranges) is checked by
-:mod:`opie.bot.jobfile` after it.
+:mod:`opie.bot.job.jobfile` after it.
 """
 
-from opie.bot import generate
+from opie.bot.job import generate
 
 # Bounds far beyond any real job that keep planning finite: a deadline
 # (and a run time) of at most 30 days, any other number at most 1e9.
@@ -50,7 +50,7 @@ _MARKET_LIMITS = {
 }
 _INPUTS = {'type': 'array', 'items': {'type': 'string'}}
 # Glob patterns relative to a task's working directory; that they stay
-# below it is checked by opie.bot.jobfile.
+# below it is checked by opie.bot.job.jobfile.
 _OUTPUTS = {'type': 'array', 'items': {'type': 'string', 'minLength': 1}}
 
 SCHEMA = {
