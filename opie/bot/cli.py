@@ -36,7 +36,7 @@ from opie import arguments
 from opie import oneline
 from opie.bot import datadir
 from opie.bot import html
-from opie.bot import job_map
+from opie.bot.hads import job_map
 from opie.bot.job import jobfile
 from opie.bot import journal as journal_mod
 from opie.bot import map_choice

@@ -55,7 +55,7 @@ import sqlite3
 import stat
 import time
 
-from opie.bot import interfaces
+from opie.bot.hads import interfaces
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -12,10 +12,10 @@
 
 """Which map a job runs: the HADS map or the normal-only baseline.
 
-:mod:`opie.bot.job_map` builds both maps.  The HADS map is kept only if
+:mod:`opie.bot.hads.job_map` builds both maps.  The HADS map is kept only if
 
 * normal servers alone could finish the job by D (the take-over,
-  :mod:`opie.bot.takeover`) with every preemptible server lost at once,
+  :mod:`opie.bot.hads.takeover`) with every preemptible server lost at once,
   at any moment (:func:`survives_loss`), and
 * it bills no more than the baseline when nothing is lost
   (:func:`dry_run_cost`);
@@ -34,10 +34,10 @@ of the simulator is the bill of one run of a map without preemption.
 import heapq
 import math
 
-from opie.bot import fleet as fleet_mod
-from opie.bot import job_map
+from opie.bot.hads import fleet as fleet_mod
+from opie.bot.hads import job_map
 from opie.bot.job import model
-from opie.bot import takeover
+from opie.bot.hads import takeover
 from opie.bot.sim import backend
 
 
@@ -115,8 +115,8 @@ def _tightest(plan, losses, fleet, count):
 
 
 def take_over(plan, loss, fleet=None):
-    """The take-over (:mod:`opie.bot.takeover`) if every preemptible server
-    is lost at ``loss``.
+    """The take-over (:mod:`opie.bot.hads.takeover`) if every preemptible
+    server is lost at ``loss``.
 
     The planned normal servers keep the tasks they run then; every other
     task not yet ended is mapped again, from scratch.  A ``fleet`` of the

@@ -42,7 +42,7 @@ import os
 
 from opie.bot import agent
 from opie.bot import datadir
-from opie.bot import interfaces
+from opie.bot.hads import interfaces
 from opie.bot.job import jobfile
 from opie.bot import paths
 

@@ -21,7 +21,7 @@ what the cloud billed.
 """
 import math
 
-from opie.bot import job_map
+from opie.bot.hads import job_map
 from opie.bot.job import model
 
 _EPS = 1e-9

@@ -13,7 +13,7 @@
 """Statistics over many simulated runs: mean and P10-P90 per scenario.
 
 Work lost to preemptions (task-seconds no checkpoint saved, see
-:mod:`opie.bot.executor`) is a column of its own, with its ratio to the
+:mod:`opie.bot.hads.executor`) is a column of its own, with its ratio to the
 preemptions of the cell: the table shows them when asked (``lost``), so
 that a table without them reads as it always did.
 """

@@ -15,7 +15,7 @@
 Enough for the simulated cloud and for tests; a run against a real cloud
 wants stores that outlive the client.
 """
-from opie.bot import interfaces
+from opie.bot.hads import interfaces
 
 
 class MemoryCheckpointStore(interfaces.CheckpointStore):

@@ -43,7 +43,7 @@ imports Nova as it is imported (``opie.nova.hoststate``, say); tests that
 need Nova are functional tests (``tests/functional/plugin`` for the fast
 ones).
 
-In the tenant client, the map builder (``opie.bot.job_map``) reaches no
+In the tenant client, the map builder (``opie.bot.hads.job_map``) reaches no
 backend (``opie.bot.sim``, ``opie.bot.openstack``), not even through
 another module: building a map needs the job alone, and choosing one
 (``opie.bot.map_choice``) is what runs the simulated cloud.
@@ -192,7 +192,7 @@ def test_layer_imports_nothing_above_it(layer):
 def test_the_map_builder_runs_on_no_backend():
     backends = ('opie.bot.sim', 'opie.bot.openstack')
     assert 'opie.bot.sim.backend' in _reached('opie.bot.map_choice')
-    assert not [name for name in _reached('opie.bot.job_map')
+    assert not [name for name in _reached('opie.bot.hads.job_map')
                 if _under(name, backends)]
 
 

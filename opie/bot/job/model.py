@@ -12,7 +12,7 @@
 
 """The job model: flavors, tasks, policy and the job itself.
 
-Everything here is immutable; the map builder (:mod:`opie.bot.job_map`)
+Everything here is immutable; the map builder (:mod:`opie.bot.hads.job_map`)
 and the executor derive their state from it.  Times are seconds from the
 start of the job, prices are dollars per hour as the cloud quotes them.
 """
@@ -60,15 +60,15 @@ class Policy:
     alpha_s: float = 180.0
     ckpt_overhead: float = 0.10
     max_normal: int = 20
-    # 'paper', 'code', or a number of seconds (see opie.bot.dspot).
+    # 'paper', 'code', or a number of seconds (see opie.bot.hads.dspot).
     dspot: typing.Union[str, float] = 'paper'
-    # 'interior' or 'paper' (see opie.bot.checkpoint).
+    # 'interior' or 'paper' (see opie.bot.hads.checkpoint).
     checkpoints: str = 'interior'
     dump_base_s: float = 12.99
     dump_per_mb_s: float = 0.022
     # On a cloud, a run still going after hang_factor times its estimate
     # is hung: its server is deleted and it runs elsewhere, at most
-    # hang_retries times more, then fails (see opie.bot.executor).
+    # hang_retries times more, then fails (see opie.bot.hads.executor).
     hang_factor: float = 3.0
     hang_retries: int = 1
 

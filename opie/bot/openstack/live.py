@@ -46,7 +46,7 @@ from novaclient import exceptions as nova_exceptions
 
 from opie import clouds
 from opie.bot import datadir
-from opie.bot import executor as executor_mod
+from opie.bot.hads import executor as executor_mod
 from opie.bot.job import jobfile
 from opie.bot import journal as journal_mod
 from opie.bot import jobstatus

@@ -69,7 +69,7 @@ from keystoneauth1 import adapter
 from novaclient import client as nova_client
 from novaclient import exceptions as nova_exc
 
-from opie.bot import interfaces
+from opie.bot.hads import interfaces
 from opie.core import contract
 
 API_VERSION = '2.60'      # 2.52 tags at create, 2.37 nics=none

@@ -42,7 +42,7 @@ import json
 import math
 
 from opie.bot import agent
-from opie.bot import interfaces
+from opie.bot.hads import interfaces
 from opie.bot import staging
 
 AGENT_SOURCE = agent.__file__

@@ -27,7 +27,7 @@ import dataclasses
 import math
 import typing
 
-from opie.bot import interfaces
+from opie.bot.hads import interfaces
 from opie.bot.job import model
 
 

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-from opie.bot import checkpoint
+from opie.bot.hads import checkpoint
 from opie.bot.job import model
 from tests.unit.bot import helpers
 

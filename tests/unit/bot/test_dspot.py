@@ -14,7 +14,7 @@ import dataclasses
 
 import pytest
 
-from opie.bot import dspot
+from opie.bot.hads import dspot
 from opie.bot import map_choice
 from tests.unit.bot import helpers
 

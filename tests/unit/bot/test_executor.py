@@ -15,11 +15,11 @@ import dataclasses
 
 import pytest
 
-from opie.bot import assign
-from opie.bot import checkpoint
-from opie.bot import executor
-from opie.bot import interfaces
-from opie.bot import job_map
+from opie.bot.hads import assign
+from opie.bot.hads import checkpoint
+from opie.bot.hads import executor
+from opie.bot.hads import interfaces
+from opie.bot.hads import job_map
 from opie.bot import map_choice
 from opie.bot.job import model
 from opie.bot import report

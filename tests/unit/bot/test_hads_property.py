@@ -42,7 +42,7 @@ import random
 
 import pytest
 
-from opie.bot import job_map
+from opie.bot.hads import job_map
 from opie.bot import map_choice
 from opie.bot.job import model
 from opie.bot import scenarios

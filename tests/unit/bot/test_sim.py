@@ -12,8 +12,8 @@
 
 import pytest
 
-from opie.bot import checkpoint
-from opie.bot import interfaces
+from opie.bot.hads import checkpoint
+from opie.bot.hads import interfaces
 from opie.bot.job import model
 from opie.bot import stores
 from opie.bot.sim import clock as clock_mod

@@ -26,7 +26,7 @@ has no hangs, and its runs must stay exactly as HADS plans them.
 """
 import collections
 
-from opie.bot import fleet as fleet_mod
+from opie.bot.hads import fleet as fleet_mod
 
 
 class Hangs:

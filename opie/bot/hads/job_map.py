@@ -25,7 +25,7 @@ Tasks are taken by decreasing memory.  Each goes, in this order:
    checkpoint overhead ``e * (1 + ovh)`` (Alg. 3), or before D on a normal
    one;
 2. to a new preemptible server whose flavor the weighted round robin picks
-   (:mod:`opie.bot.wrr`), if it ends there before Dspot;
+   (:mod:`opie.bot.hads.wrr`), if it ends there before Dspot;
 3. to a new normal server of the cheapest flavor that ends it before D.
 
 Servers are created when the job starts, so every slot frees up at the
@@ -34,7 +34,7 @@ server can be added (limits), or none meets D, the task goes where it ends
 soonest and the map records the risk instead of failing (research note
 A4): a map is always produced.
 
-Dspot is the policy's, capped by :func:`opie.bot.dspot.latest_safe`; a
+Dspot is the policy's, capped by :func:`opie.bot.hads.dspot.latest_safe`; a
 number past the deadline is a risk line, not an error (A4).
 
 The normal-only baseline runs the very same map with every server normal
@@ -47,10 +47,10 @@ import heapq
 import itertools
 import typing
 
-from opie.bot import dspot as dspot_mod
+from opie.bot.hads import dspot as dspot_mod
 from opie.bot.job import model
-from opie.bot import projection
-from opie.bot import wrr
+from opie.bot.hads import projection
+from opie.bot.hads import wrr
 
 
 class MapError(Exception):

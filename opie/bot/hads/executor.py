@@ -15,8 +15,8 @@
 HADS calls this the dynamic scheduler; here it is the executor, so that
 it is not taken for Nova's scheduler.  It acts (creates and deletes
 servers, starts, kills and moves tasks, journals all of it); what to do
-it asks of :mod:`opie.bot.assign` (where a task goes, Alg. 4, 6, 7 and 8,
-Eq. 4) and of the take-over watch (:mod:`opie.bot.takeover_watch`, when
+it asks of :mod:`opie.bot.hads.assign` (where a task goes, Alg. 4, 6, 7 and 8,
+Eq. 4) and of the take-over watch (:mod:`opie.bot.hads.takeover_watch`, when
 to hand the job over to normal servers).
 
 Servers of the primary map are created when the job starts.  Then:
@@ -74,12 +74,12 @@ which limit stopped a new normal server, so a late job can be explained.
 import bisect
 import math
 
-from opie.bot import assign
-from opie.bot import fleet as fleet_mod
-from opie.bot import hangs as hangs_mod
-from opie.bot import interfaces
+from opie.bot.hads import assign
+from opie.bot.hads import fleet as fleet_mod
+from opie.bot.hads import hangs as hangs_mod
+from opie.bot.hads import interfaces
 from opie.bot.job import model
-from opie.bot import takeover_watch
+from opie.bot.hads import takeover_watch
 
 
 def server_name(job, key):
@@ -735,7 +735,7 @@ class Executor:
         if touched:
             self._recheck_mtt()
 
-    # -- the take-over (opie.bot.takeover_watch decides) -----------------
+    # -- the take-over (opie.bot.hads.takeover_watch decides) -----------------
 
     def _watch(self, progress=False):
         """After each event (``progress``: a task ended): review the job

@@ -16,20 +16,20 @@ HADS sorts servers into busy (BR), idle (IR), hibernated (HR) and
 terminated (TR) sets.  Here each server carries its state, the tasks it
 runs and the tasks queued on it (Q = RT u WT), and a projection of when
 those tasks will end, computed from the same run model the runner gets
-(:func:`opie.bot.checkpoint.plan_run`).  Booting servers count as busy, as
+(:func:`opie.bot.hads.checkpoint.plan_run`).  Booting servers count as busy, as
 HADS adds a new normal server to BR the moment it asks for it.
 
 The fleet also knows which tasks are done and which are stranded (no
 server could take them yet): the executor changes them, the take-over
-watch (:mod:`opie.bot.takeover_watch`) reads them with the servers.
+watch (:mod:`opie.bot.hads.takeover_watch`) reads them with the servers.
 """
 import bisect
 import collections
 import math
 
-from opie.bot import checkpoint
+from opie.bot.hads import checkpoint
 from opie.bot.job import model
-from opie.bot import projection
+from opie.bot.hads import projection
 
 BOOTING = 'booting'
 BUSY = 'busy'

@@ -12,7 +12,7 @@
 
 """Projected schedule of one server: when each of its slots frees up.
 
-Both the map builder (Alg. 2-3, :mod:`opie.bot.job_map`) and the executor
+Both the map builder (Alg. 2-3, :mod:`opie.bot.hads.job_map`) and the executor
 (Alg. 4-8) ask the same two questions of a server: when would a
 task appended to its queue finish (its EFT), and which is the longest task
 it holds (the spare time of Alg. 7).  Tasks run in queue order on the

@@ -12,7 +12,7 @@
 
 """The take-over watch: when the job must go to normal servers alone.
 
-:mod:`opie.bot.takeover` maps the job onto normal servers within its
+:mod:`opie.bot.hads.takeover` maps the job onto normal servers within its
 limits; this module decides, event after event, whether the job may still
 wait on preemptible servers.  It holds a map and its hand-over time, the
 latest start that still ends by D (:meth:`TakeOver.latest_start`), and
@@ -31,7 +31,7 @@ journals ``take_over_lost``, with the limits that bound) and maps again
 only now and then, while HADS carries on alone.
 
 The watch decides and never acts: it creates, deletes, starts and kills
-nothing.  A :class:`Verdict` tells the executor (:mod:`opie.bot.executor`)
+nothing.  A :class:`Verdict` tells the executor (:mod:`opie.bot.hads.executor`)
 what to do.  The watch reads the job from the fleet (servers, done and
 stranded tasks) and owns only the map, its timer and the bookkeeping that
 keeps mapping rare.
@@ -39,8 +39,8 @@ keeps mapping rare.
 import dataclasses
 import typing
 
-from opie.bot import fleet as fleet_mod
-from opie.bot import takeover
+from opie.bot.hads import fleet as fleet_mod
+from opie.bot.hads import takeover
 
 # While no map can end by D, the job is mapped again each time this
 # fraction of the tasks left has ended (1/32), or each task near the end.

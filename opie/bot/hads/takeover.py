@@ -29,7 +29,7 @@ read for it, and at the longest a restart can take from there: a
 checkpoint it writes later is read only when it moves (reading them for
 every map would cost a store read per task), and a restore costs one
 dump, which an early checkpoint may not pay back
-(:meth:`opie.bot.fleet.Fleet.take_over_wall`).  So reading a checkpoint
+(:meth:`opie.bot.hads.fleet.Fleet.take_over_wall`).  So reading a checkpoint
 never makes a map end later.  Tasks go one at a time, each to the slot
 where it ends earliest; a normal server runs its queue in order on its
 first free slot, so the map is also the schedule.  A live normal server
@@ -40,7 +40,7 @@ goes to a better flavor.
 queue by the wait and that of a live server's queue by no more, so the
 executor may leave tasks on preemptible servers until ``latest_start``
 and must hand the job over to the map then; the take-over watch
-(:mod:`opie.bot.takeover_watch`) holds the map and says when.  This module
+(:mod:`opie.bot.hads.takeover_watch`) holds the map and says when.  This module
 only maps, and keeps no state between maps.  The planner asks the same
 question of its map at its riskiest moments
 (:func:`opie.bot.map_choice.survives_loss`).
@@ -51,9 +51,9 @@ import itertools
 import math
 import typing
 
-from opie.bot import assign
+from opie.bot.hads import assign
 from opie.bot.job import model
-from opie.bot import projection
+from opie.bot.hads import projection
 
 EPSILON_S = 1e-6
 # How close to its latest start the executor hands a job over.

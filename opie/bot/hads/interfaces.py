@@ -12,7 +12,7 @@
 
 """The interfaces between the scheduling core and a cloud.
 
-The core (:mod:`opie.bot.executor`) only ever talks to these interfaces,
+The core (:mod:`opie.bot.hads.executor`) only ever talks to these interfaces,
 so the same code drives the simulated cloud (:mod:`opie.bot.sim`) and a
 real one.  A backend calls the callbacks given to ``watch`` from the same
 thread that runs the clock: the core is single-threaded and never locks.

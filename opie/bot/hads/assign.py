@@ -17,7 +17,7 @@ a preemptible server whose queue ends at ``eft`` must still leave time
 before D to re-run its longest task elsewhere after a last-minute
 preemption (``D - eft > e_m + alpha``; e_m counts the re-run on the
 fastest flavor a normal server may use, when that is slower, see
-:meth:`opie.bot.fleet.Fleet.spare`).  ``check`` applies it to a task
+:meth:`opie.bot.hads.fleet.Fleet.spare`).  ``check`` applies it to a task
 joining a server; the executor applies it again when a resumed server's
 queue moved later.  A normal server is never preempted, so there the task
 only has to end before D (research note A8).
@@ -34,14 +34,14 @@ thief steals only from normal servers, since moving work from a cheap
 server to a dear one saves nothing.
 
 Nothing here changes a server or talks to the cloud: the executor
-(:mod:`opie.bot.executor`) asks, then acts.
+(:mod:`opie.bot.hads.executor`) asks, then acts.
 """
 import bisect
 import dataclasses
 import math
 import typing
 
-from opie.bot import fleet as fleet_mod
+from opie.bot.hads import fleet as fleet_mod
 from opie.bot.job import model
 
 IDLE = 'idle'
