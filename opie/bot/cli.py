@@ -34,14 +34,14 @@ import time
 from opie.core import contract
 from opie import arguments
 from opie import oneline
-from opie.bot import datadir
+from opie.bot.state import datadir
 from opie.bot import html
 from opie.bot.hads import job_map
 from opie.bot.job import jobfile
-from opie.bot import journal as journal_mod
+from opie.bot.state import journal as journal_mod
 from opie.bot import map_choice
 from opie.bot.job import model
-from opie.bot import paths
+from opie.bot.state import paths
 from opie.bot import report
 from opie.bot import scenarios
 from opie.bot.job import schema

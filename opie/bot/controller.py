@@ -26,7 +26,7 @@ which both can reach, and in Nova:
     The controller's own server id, as Nova answered the tenant: the
     controller deletes that server, and no other, once the job is over.
 ``controller/inputs.json`` (tenant)
-    The manifest of the job's input files (:mod:`opie.bot.staging`),
+    The manifest of the job's input files (:mod:`opie.bot.state.staging`),
     which the tenant's client uploaded before it made the controller:
     the job file's directory is on the tenant's machine.  (In the store,
     not the user data, which Nova bounds at 64 KiB.)
@@ -108,14 +108,14 @@ import yaml
 from opie.core import contract
 from opie import oneline
 from opie.bot import agent
-from opie.bot import datadir
+from opie.bot.state import datadir
 from opie.bot import html
 from opie.bot.job import jobfile
-from opie.bot import journal as journal_mod
-from opie.bot import lifecycle
+from opie.bot.state import journal as journal_mod
+from opie.bot.state import lifecycle
 from opie.bot import map_choice
-from opie.bot import paths
-from opie.bot import staging
+from opie.bot.state import paths
+from opie.bot.state import staging
 from opie.bot.openstack import clock as clock_mod
 from opie.bot.openstack import credentials
 from opie.bot.openstack import errors

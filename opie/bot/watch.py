@@ -20,7 +20,7 @@ display and its pause as arguments, so nothing in it depends on time.
 """
 import time
 
-from opie.bot import lifecycle
+from opie.bot.state import lifecycle
 
 DEFAULT_INTERVAL = 10.0
 # The pause between two looks (the tests put their own here).

@@ -22,8 +22,8 @@ server was lost) is reported finished without running again.  A run that
 finds the result already there is a duplicate: journalled and counted,
 never committed twice.  An assignment names the task's input objects
 and its output patterns, so the agent stages the one and uploads the
-other (:mod:`opie.bot.staging`, :mod:`opie.bot.outputs`).  A task asked
-to ``stop`` (its server has a notice) is reported ``STOPPED`` once its
+other (:mod:`opie.bot.state.staging`, :mod:`opie.bot.state.outputs`).  A
+task asked to ``stop`` (its server has a notice) is reported ``STOPPED`` once its
 agent says it checkpointed and stopped that very run; a ``stopped`` the
 client did not ask for (a task can write its server's status) is
 ignored.
@@ -43,7 +43,7 @@ import math
 
 from opie.bot import agent
 from opie.bot.hads import interfaces
-from opie.bot import staging
+from opie.bot.state import staging
 
 AGENT_SOURCE = agent.__file__
 

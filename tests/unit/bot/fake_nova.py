@@ -39,7 +39,7 @@ import types
 from novaclient import exceptions as nova_exc
 
 from opie.bot import agent
-from opie.bot import journal as journal_mod
+from opie.bot.state import journal as journal_mod
 from opie.bot.openstack import nova
 
 # Job seconds per wall second: a client's start-up (~0.1 s) is a few

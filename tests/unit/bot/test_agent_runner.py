@@ -14,7 +14,7 @@
 from opie.bot import agent
 from opie.bot.hads import checkpoint
 from opie.bot.hads import interfaces
-from opie.bot import stores as memory
+from opie.bot.state import stores as memory
 from opie.bot.openstack import runner as runner_mod
 
 

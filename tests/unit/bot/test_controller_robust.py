@@ -23,7 +23,7 @@ import pytest
 
 from opie.bot import cli
 from opie.bot import controller
-from opie.bot import outputs
+from opie.bot.state import outputs
 from opie.bot.openstack import clock as clock_mod
 from opie.bot.openstack import live
 from opie.bot.openstack import nova

@@ -23,7 +23,7 @@ from opie.bot.hads import job_map
 from opie.bot import map_choice
 from opie.bot.job import model
 from opie.bot import report
-from opie.bot import stores
+from opie.bot.state import stores
 from opie.bot.sim import backend
 from opie.bot.sim import clock as clock_mod
 from opie.bot.sim import cloud as cloud_mod

@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from opie.bot import journal as journal_mod
+from opie.bot.state import journal as journal_mod
 
 
 def test_records_and_settings_survive_reopening(tmp_path):

@@ -19,7 +19,7 @@ import sqlite3
 import pytest
 
 from opie.bot import cli
-from opie.bot import journal as journal_mod
+from opie.bot.state import journal as journal_mod
 from tests.unit.bot import tenant as tenant_mod
 
 JOB = """\
@@ -489,7 +489,7 @@ def test_a_job_stopped_by_a_client_error_resumes_to_its_end(tenant,
 
 
 def test_a_resumed_job_is_running_again():
-    from opie.bot import lifecycle
+    from opie.bot.state import lifecycle
     assert lifecycle.state('stopped', ['plan', 'stopped', 'resume'],
                            True) == lifecycle.RUNNING
     assert lifecycle.state('running', ['plan', 'stopped', 'resume'],
@@ -528,7 +528,7 @@ def test_a_client_that_cannot_go_on_says_what_keeps_running(
 
 def test_a_journal_that_cannot_be_written_says_what_keeps_running(
         tenant, monkeypatch):
-    from opie.bot import journal as journal_mod
+    from opie.bot.state import journal as journal_mod
     tenant.nova.hang.update(('t1', 't2', 't3'))
     real = journal_mod.Journal.append
     count = []

@@ -22,7 +22,7 @@ from opie.bot.hads import job_map
 from opie.bot import map_choice
 from opie.bot.job import model
 from opie.bot import report
-from opie.bot import stores
+from opie.bot.state import stores
 from opie.bot.hads import takeover
 from opie.bot.hads import takeover_watch
 from opie.bot.sim import backend

@@ -25,7 +25,7 @@ import pytest
 
 from opie.bot import agent
 from opie.bot import cli
-from opie.bot import outputs as outputs_mod
+from opie.bot.state import outputs as outputs_mod
 from tests.unit.bot import fake_nova
 from tests.unit.bot import tenant as tenant_mod
 

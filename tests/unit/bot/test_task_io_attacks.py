@@ -28,9 +28,9 @@ import pytest
 
 from opie.bot import agent
 from opie.bot import cli
-from opie.bot import outputs as outputs_mod
-from opie.bot import paths
-from opie.bot import tasklogs
+from opie.bot.state import outputs as outputs_mod
+from opie.bot.state import paths
+from opie.bot.state import tasklogs
 from tests.unit.bot import tenant as tenant_mod
 from tests.unit.bot import test_task_io
 from tests.unit.bot.test_task_io import TASK

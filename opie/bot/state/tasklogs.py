@@ -27,7 +27,7 @@ line; a run named otherwise is never taken for the newest.
 import re
 
 from opie.bot import agent
-from opie.bot import outputs
+from opie.bot.state import outputs
 
 # '<attempt>-<server>': the attempt numbers a task's runs in order.
 RUN = re.compile(r'([0-9]{1,9})-[^/]+')

@@ -15,9 +15,9 @@
 The agent uploads the files matching a task's ``outputs`` patterns under
 its run's own prefix and lists them in the task's committed result, so
 exactly the committed run's files come back, into
-``DATA_DIR/<job id>/outputs/<task>/`` (:mod:`opie.bot.datadir`).  A name
+``DATA_DIR/<job id>/outputs/<task>/`` (:mod:`opie.bot.state.datadir`).  A name
 the task chose never leads outside that directory or through a link
-(:func:`opie.bot.paths.write_below`); such a task's outputs are refused,
+(:func:`opie.bot.state.paths.write_below`); such a task's outputs are refused,
 journalled, and left in the store, and the job goes on.
 
 Each task's fetch is journalled after its files are written
@@ -41,10 +41,10 @@ import json
 import os
 
 from opie.bot import agent
-from opie.bot import datadir
+from opie.bot.state import datadir
 from opie.bot.hads import interfaces
 from opie.bot.job import jobfile
-from opie.bot import paths
+from opie.bot.state import paths
 
 
 class Missing(Exception):
