@@ -26,6 +26,6 @@ is a discrete-event simulated cloud.
 
 The primary map is built from the job alone (:mod:`opie.bot.hads.job_map`).
 Which map a job runs, the HADS map or the normal-only baseline, is chosen
-by :mod:`opie.bot.map_choice`, which runs both on the simulated cloud
+by :mod:`opie.bot.sim.map_choice`, which runs both on the simulated cloud
 whatever backend then runs the job.
 """

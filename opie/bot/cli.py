@@ -39,11 +39,11 @@ from opie.bot import html
 from opie.bot.hads import job_map
 from opie.bot.job import jobfile
 from opie.bot.state import journal as journal_mod
-from opie.bot import map_choice
+from opie.bot.sim import map_choice
 from opie.bot.job import model
 from opie.bot.state import paths
 from opie.bot import report
-from opie.bot import scenarios
+from opie.bot.sim import scenarios
 from opie.bot.job import schema
 from opie.bot import stats
 from opie.bot.job import units

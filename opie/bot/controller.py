@@ -113,7 +113,7 @@ from opie.bot import html
 from opie.bot.job import jobfile
 from opie.bot.state import journal as journal_mod
 from opie.bot.state import lifecycle
-from opie.bot import map_choice
+from opie.bot.sim import map_choice
 from opie.bot.state import paths
 from opie.bot.state import staging
 from opie.bot.openstack import clock as clock_mod

@@ -28,7 +28,7 @@ from preemptions, as in the report.
 import collections
 
 from opie.bot.hads import job_map
-from opie.bot import map_choice
+from opie.bot.sim import map_choice
 from opie.bot.job import model
 from opie.bot import report
 

@@ -46,7 +46,7 @@ ones).
 In the tenant client, the map builder (``opie.bot.hads.job_map``) reaches no
 backend (``opie.bot.sim``, ``opie.bot.openstack``), not even through
 another module: building a map needs the job alone, and choosing one
-(``opie.bot.map_choice``) is what runs the simulated cloud.
+(``opie.bot.sim.map_choice``) is what runs the simulated cloud.
 """
 import ast
 import pathlib
@@ -71,7 +71,7 @@ CLIENT_ALLOWED = {('opie.bot.cli', 'opie.testing.democloud')}
 CLIENT_CORE = 'opie.core.contract'
 CLIENT_BACKENDS = ('opie.bot.sim', 'opie.bot.openstack')
 CLIENT_FRONT_ENDS = ('opie.bot.cli', 'opie.bot.controller')
-CLIENT_RUNS_THE_SIMULATOR = ('opie.bot.map_choice',)
+CLIENT_RUNS_THE_SIMULATOR = ('opie.bot.sim.map_choice',)
 
 
 def _modules(layer):
@@ -191,7 +191,7 @@ def test_layer_imports_nothing_above_it(layer):
 
 def test_the_map_builder_runs_on_no_backend():
     backends = ('opie.bot.sim', 'opie.bot.openstack')
-    assert 'opie.bot.sim.backend' in _reached('opie.bot.map_choice')
+    assert 'opie.bot.sim.backend' in _reached('opie.bot.sim.map_choice')
     assert not [name for name in _reached('opie.bot.hads.job_map')
                 if _under(name, backends)]
 
@@ -250,8 +250,9 @@ def test_the_client_check_sees_each_broken_rule(tmp_path, monkeypatch):
                                 'from opie.testing import harness\n'
                                 'from opie.core import contract\n'
                                 'from opie.core import preemptible\n'),
-            'opie/bot/map_choice.py': ('from opie.bot.sim import backend\n'
-                                       'from opie.bot import controller\n'),
+            'opie/bot/sim/map_choice.py': (
+                'from opie.bot.sim import backend\n'
+                'from opie.bot import controller\n'),
             'opie/bot/sim/__init__.py': '',
             'opie/bot/sim/backend.py': ('from opie.bot import core\n'
                                         'from opie.bot import cli\n'
@@ -268,7 +269,7 @@ def test_the_client_check_sees_each_broken_rule(tmp_path, monkeypatch):
         'opie/bot/core.py:2 imports opie.bot.sim',
         'opie/bot/core.py:4 imports opie.bot.openstack',
         'opie/bot/core.py:5 imports opie.bot.cli',
-        'opie/bot/map_choice.py:2 imports opie.bot.controller',
+        'opie/bot/sim/map_choice.py:2 imports opie.bot.controller',
         'opie/bot/sim/backend.py:2 imports opie.bot.cli',
         'opie/bot/sim/backend.py:3 imports opie.lab']
 

@@ -15,7 +15,7 @@
 Two maps are built here: the primary map of HADS (Alg. 2 and 3) and the
 normal-only baseline it is measured against.  Building a map needs the
 job alone, never a cloud, so nothing here imports a backend; which of
-the two maps a job runs is chosen by :mod:`opie.bot.map_choice`, which
+the two maps a job runs is chosen by :mod:`opie.bot.sim.map_choice`, which
 runs them on the simulated cloud.
 
 Tasks are taken by decreasing memory.  Each goes, in this order:
@@ -271,7 +271,7 @@ class _Builder:
 
 
 def hads_map(job):
-    """The map of HADS Alg. 2-3, before :mod:`opie.bot.map_choice` checks
+    """The map of HADS Alg. 2-3, before :mod:`opie.bot.sim.map_choice` checks
     it."""
     return _Builder(job).build()
 

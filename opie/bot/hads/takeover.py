@@ -43,7 +43,7 @@ and must hand the job over to the map then; the take-over watch
 (:mod:`opie.bot.hads.takeover_watch`) holds the map and says when.  This module
 only maps, and keeps no state between maps.  The planner asks the same
 question of its map at its riskiest moments
-(:func:`opie.bot.map_choice.survives_loss`).
+(:func:`opie.bot.sim.map_choice.survives_loss`).
 """
 import dataclasses
 import heapq

@@ -15,8 +15,9 @@
 One loop, one thread: poll Nova for server changes, poll the agents'
 status, run the timers that are due, sleep.  Everything the executor
 decides or sees goes to the SQLite journal first
-(:mod:`opie.bot.state.journal`), so the client may be killed at any point: ``resume`` rebuilds the job from
-the journal, the servers Nova still has with the job's tag, the agents'
+(:mod:`opie.bot.state.journal`), so the client may be killed at any
+point: ``resume`` rebuilds the job from the journal, the servers Nova
+still has with the job's tag, the agents'
 assignments and the committed results, and carries on.  A job's input
 files go to its store before its first server is created
 (:mod:`opie.bot.state.staging`); the outputs of every task that ends come back
@@ -51,7 +52,7 @@ from opie.bot.job import jobfile
 from opie.bot.state import journal as journal_mod
 from opie.bot import jobstatus
 from opie.bot.state import lifecycle
-from opie.bot import map_choice
+from opie.bot.sim import map_choice
 from opie.bot.state import outputs
 from opie.bot import report
 from opie.bot.state import staging

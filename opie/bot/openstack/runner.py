@@ -23,10 +23,10 @@ finds the result already there is a duplicate: journalled and counted,
 never committed twice.  An assignment names the task's input objects
 and its output patterns, so the agent stages the one and uploads the
 other (:mod:`opie.bot.state.staging`, :mod:`opie.bot.state.outputs`).  A
-task asked to ``stop`` (its server has a notice) is reported ``STOPPED`` once its
-agent says it checkpointed and stopped that very run; a ``stopped`` the
-client did not ask for (a task can write its server's status) is
-ignored.
+task asked to ``stop`` (its server has a notice) is reported ``STOPPED``
+once its agent says it checkpointed and stopped that very run; a
+``stopped`` the client did not ask for (a task can write its server's
+status) is ignored.
 
 Every task can write any object of the store (its agent's key is on its
 server), so every object read back is checked (:class:`Reader`): one

@@ -15,7 +15,7 @@ import dataclasses
 import pytest
 
 from opie.bot.hads import dspot
-from opie.bot import map_choice
+from opie.bot.sim import map_choice
 from tests.unit.bot import helpers
 
 

@@ -20,7 +20,7 @@ from opie.bot.hads import checkpoint
 from opie.bot.hads import executor
 from opie.bot.hads import interfaces
 from opie.bot.hads import job_map
-from opie.bot import map_choice
+from opie.bot.sim import map_choice
 from opie.bot.job import model
 from opie.bot import report
 from opie.bot.state import stores

@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from opie.bot import html
-from opie.bot import map_choice
+from opie.bot.sim import map_choice
 from opie.bot import report
 from opie.bot.sim import backend
 from opie.bot.job import units

@@ -45,9 +45,9 @@ from opie.bot import cli
 from opie.bot.hads import fleet as fleet_mod
 from opie.bot.hads import interfaces
 from opie.bot.hads import job_map
-from opie.bot import map_choice
+from opie.bot.sim import map_choice
 from opie.bot.job import model
-from opie.bot import scenarios
+from opie.bot.sim import scenarios
 from opie.bot.sim import backend
 from opie.bot.sim import preemption
 from tests.unit.bot import helpers

@@ -15,7 +15,7 @@ import math
 import pytest
 
 from opie.bot import html
-from opie.bot import map_choice
+from opie.bot.sim import map_choice
 from opie.bot import report
 from opie.bot.sim import backend
 from tests.unit.bot import helpers

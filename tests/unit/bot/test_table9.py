@@ -14,7 +14,7 @@
 import pytest
 
 from opie.bot.hads import job_map
-from opie.bot import map_choice
+from opie.bot.sim import map_choice
 from opie.bot.job import model
 from opie.bot import report
 from opie.bot.hads import wrr
