@@ -26,9 +26,9 @@ import time
 
 from opie.bot.job import jobfile
 from opie.bot.sim import map_choice
-from opie.bot import report
+from opie.bot.report import report
 from opie.bot.sim import scenarios
-from opie.bot import stats
+from opie.bot.report import stats
 from opie.bot.sim import backend
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

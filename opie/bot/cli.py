@@ -35,19 +35,19 @@ from opie.core import contract
 from opie import arguments
 from opie import oneline
 from opie.bot.state import datadir
-from opie.bot import html
+from opie.bot.report import html_page
 from opie.bot.hads import job_map
 from opie.bot.job import jobfile
 from opie.bot.state import journal as journal_mod
 from opie.bot.sim import map_choice
 from opie.bot.job import model
 from opie.bot.state import paths
-from opie.bot import report
+from opie.bot.report import report
 from opie.bot.sim import scenarios
 from opie.bot.job import schema
-from opie.bot import stats
+from opie.bot.report import stats
 from opie.bot.job import units
-from opie.bot import watch
+from opie.bot.report import watch
 from opie.bot.sim import backend
 from opie.bot.sim import preemption
 
@@ -315,7 +315,7 @@ def _write_report(rep, stem):
         raise paths.PathError('%s: %s' % (os.path.dirname(stem),
                                           exc.strerror)) from None
     paths.write_text(stem + '.json', json.dumps(rep, indent=1))
-    paths.write_text(stem + '.html', html.render(rep))
+    paths.write_text(stem + '.html', html_page.render(rep))
 
 
 def _cloud_command(command, args):

@@ -109,7 +109,7 @@ from opie.core import contract
 from opie import oneline
 from opie.bot import agent
 from opie.bot.state import datadir
-from opie.bot import html
+from opie.bot.report import html_page
 from opie.bot.job import jobfile
 from opie.bot.state import journal as journal_mod
 from opie.bot.state import lifecycle
@@ -862,7 +862,7 @@ def _report(ctx, store):
     try:
         rep = live.build_report(ctx)
         store.put(REPORT_KEY + '.json', json.dumps(rep, indent=1).encode())
-        store.put(REPORT_KEY + '.html', html.render(rep).encode())
+        store.put(REPORT_KEY + '.html', html_page.render(rep).encode())
     except Exception as exc:    # the job is over all the same
         _console('no report: %s: %s' % (type(exc).__name__, exc))
     finally:

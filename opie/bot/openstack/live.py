@@ -50,11 +50,11 @@ from opie.bot.state import datadir
 from opie.bot.hads import executor as executor_mod
 from opie.bot.job import jobfile
 from opie.bot.state import journal as journal_mod
-from opie.bot import jobstatus
+from opie.bot.report import jobstatus
 from opie.bot.state import lifecycle
 from opie.bot.sim import map_choice
 from opie.bot.state import outputs
-from opie.bot import report
+from opie.bot.report import report
 from opie.bot.state import staging
 from opie.bot.state import tasklogs
 from opie.bot.openstack import errors
@@ -516,7 +516,7 @@ def _sleep(seconds):
 
 @dataclasses.dataclass
 class Result:
-    """What :func:`opie.bot.report.build` reads, for a run on a cloud."""
+    """What :func:`opie.bot.report.report.build` reads, for a cloud run."""
     plan: object
     records: list
     preemptions: list
@@ -547,7 +547,7 @@ def build_report(ctx):
 
 def status(jobs_dir, job_id, baseline=True):
     """Where a job stands, from its journal alone, at job time now
-    (:mod:`opie.bot.jobstatus`); ``baseline``: with the normal-only
+    (:mod:`opie.bot.report.jobstatus`); ``baseline``: with the normal-only
     plan's cost (a plan of the job: ``list`` does without)."""
     journal, meta, job = _load(jobs_dir, job_id)
     try:

@@ -23,7 +23,7 @@ import pytest
 
 from opie.bot import cli
 from opie.bot import controller
-from opie.bot import watch
+from opie.bot.report import watch
 from opie.bot.openstack import credentials
 from tests.unit.bot import fake_nova
 from tests.unit.bot import tenant as tenant_mod

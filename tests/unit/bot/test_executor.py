@@ -22,7 +22,7 @@ from opie.bot.hads import interfaces
 from opie.bot.hads import job_map
 from opie.bot.sim import map_choice
 from opie.bot.job import model
-from opie.bot import report
+from opie.bot.report import report
 from opie.bot.state import stores
 from opie.bot.sim import backend
 from opie.bot.sim import clock as clock_mod

@@ -16,7 +16,7 @@ import pytest
 from opie.bot.hads import job_map
 from opie.bot.sim import map_choice
 from opie.bot.job import model
-from opie.bot import report
+from opie.bot.report import report
 from opie.bot.hads import wrr
 from opie.bot.sim import backend
 from tests.unit.bot import helpers

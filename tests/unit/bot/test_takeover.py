@@ -21,7 +21,7 @@ from opie.bot.hads import fleet as fleet_mod
 from opie.bot.hads import job_map
 from opie.bot.sim import map_choice
 from opie.bot.job import model
-from opie.bot import report
+from opie.bot.report import report
 from opie.bot.state import stores
 from opie.bot.hads import takeover
 from opie.bot.hads import takeover_watch

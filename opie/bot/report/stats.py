@@ -19,7 +19,7 @@ that a table without them reads as it always did.
 """
 import dataclasses
 
-from opie.bot import report as report_mod
+from opie.bot.report import report as report_mod
 
 METRICS = (
     ('cost', 'cost ($)', '%.3f'),

@@ -19,7 +19,7 @@ bill on and its clock runs on while no client drives it.  A job that
 ended (done, stopped, cancelled) is shown at its end.
 
 Every figure comes from the journal, as the report's do
-(:mod:`opie.bot.report` bills the servers the same way), except the ETA,
+(:mod:`opie.bot.report.report` bills the servers the same way), except the ETA,
 which is an estimate: running tasks end at their journalled estimate,
 queued tasks share the slots of the live servers (or of one server of
 the fastest flavor if none is live).  Boot failures are counted apart
@@ -30,7 +30,7 @@ import collections
 from opie.bot.hads import job_map
 from opie.bot.sim import map_choice
 from opie.bot.job import model
-from opie.bot import report
+from opie.bot.report import report
 
 QUEUED, RUNNING, DONE, FAILED = 'queued', 'running', 'done', 'failed'
 # Events that take a task off the server it ran on, back to the queue.
