@@ -20,28 +20,7 @@ openstack`` would (:mod:`opie.bot.openstack.live`), with a journal on
 its own disk.
 
 The two sides never reach each other: they meet in the job's store,
-which both can reach, and in Nova:
-
-``controller/server.json`` (tenant)
-    The controller's own server id, as Nova answered the tenant: the
-    controller deletes that server, and no other, once the job is over.
-``controller/inputs.json`` (tenant)
-    The manifest of the job's input files (:mod:`opie.bot.state.staging`),
-    which the tenant's client uploaded before it made the controller:
-    the job file's directory is on the tenant's machine.  (In the store,
-    not the user data, which Nova bounds at 64 KiB.)
-``controller/journal.json`` (controller)
-    Every record of its journal and a heartbeat, published at every poll,
-    and at once after a record the tenant's side must never miss: the
-    intent of a server create (with its nonce), so that a controller that
-    dies during the call leaves its server findable (the nonce rule of
-    :mod:`opie.bot.openstack.nova`).  The job's end (``done``,
-    ``stopped``) is published only with the report, and a cancel's
-    records once the controller has done it.
-``controller/cancel.json`` (tenant)
-    A cancel request, read by the controller at every poll.
-``controller/report.json``, ``controller/report.html`` (controller)
-    The job's report, written before the controller deletes itself.
+which both can reach, and in Nova (:mod:`opie.bot.controller.layout`).
 
 Task logs, results and outputs stay where the agents put them, so
 commands that read them from the store (``logs``, ``outputs``) work the
@@ -89,31 +68,26 @@ The controller acts with a Keystone application credential made for it
 delete itself, so the tenant's side deletes it once the job is over,
 and it expires on its own after the job's horizon.
 
-Its code: the user data is a short Python script that imports this module
-(installed on the image, or ``pip install``-ed at boot when missing) and
-runs :func:`main` with the job and the credential, as the agents'
-scripts carry theirs.
+Its code: the user data is a short Python script that imports
+:mod:`opie.bot.controller.remote` (installed on the image, or ``pip
+install``-ed at boot when missing) and runs its ``main`` with the job and
+the credential, as the agents' scripts carry theirs.
 """
 import dataclasses
 from importlib import metadata
 import json
 import os
 import secrets
-import sys
 import time
 
 from novaclient import exceptions as nova_exc
-import yaml
 
 from opie.core import contract
 from opie import oneline
 from opie.bot import agent
 from opie.bot.state import datadir
-from opie.bot.report import html_page
-from opie.bot.job import jobfile
 from opie.bot.state import journal as journal_mod
 from opie.bot.state import lifecycle
-from opie.bot.sim import map_choice
 from opie.bot.state import paths
 from opie.bot.state import staging
 from opie.bot.openstack import clock as clock_mod
@@ -124,14 +98,8 @@ from opie.bot.openstack import nova
 from opie.bot.openstack import runner
 from opie.bot.openstack import stores
 from opie.bot.sim import backend as sim_backend
+from opie.bot.controller import layout
 
-SERVER_KEY = 'controller/server.json'
-INPUTS_KEY = 'controller/inputs.json'
-JOURNAL_KEY = 'controller/journal.json'
-CANCEL_KEY = 'controller/cancel.json'
-REPORT_KEY = 'controller/report'        # .json and .html
-# The controller's cloud in the clouds.yaml its user data writes.
-CLOUD = 'opie-controller'
 # Nova states of a controller at work: ``resume`` is refused outright,
 # ``cancel`` asks it to cancel.  In any other state but GONE it may still
 # run (ERROR, UNKNOWN on an unreachable host, RESIZE, SHUTOFF...): it is
@@ -139,12 +107,6 @@ CLOUD = 'opie-controller'
 ALIVE = ('ACTIVE', 'BUILD', 'REBOOT', 'HARD_REBOOT', 'MIGRATING')
 # A server Nova answers 404 for, or shows deleted: it can act no more.
 GONE = 'DELETED'
-# Records published before the controller acts on them.
-AT_ONCE = ('server_creating',)
-# Records that end the job: published only once the report is in the
-# store, so that the tenant's side, which deletes a finished job's
-# controller, never deletes it while it writes the report.
-LAST = ('done', 'stopped')
 # How long the tenant's side waits for the controller, in looks at
 # Nova (a cancel: for it to cancel and go; a fence: for Nova to end it),
 # and the least time between looks: a poll interval, at least a second,
@@ -154,16 +116,6 @@ MIN_WAIT_EVERY_S = 1.0
 # The longest error from the controller's heartbeat ``status`` shows.
 ERROR_CHARS = 200
 REQUIREMENT = 'openstack-opie'
-
-
-class CancelRequested(Exception):
-    """The tenant asked the controller to cancel the job."""
-
-
-def tag_for(job_id):
-    """The controller's Nova tag: at most 60 characters, as Nova wants,
-    for the longest job id (see :data:`opie.bot.job.schema`)."""
-    return 'opie-ctl-%s' % job_id
 
 
 # -- the tenant's side: start -------------------------------------------------
@@ -264,7 +216,7 @@ def _by_nonce(conn, job_id, nonce):
     """The id of the job's controller server made by the create call of
     ``nonce``, or None."""
     found = [s.id for s in nova.client(conn).servers.list(
-        search_opts={'tags': tag_for(job_id)})
+        search_opts={'tags': layout.tag_for(job_id)})
         if (s.metadata or {}).get(nova.NONCE) == nonce]
     return found[0] if len(found) == 1 else None
 
@@ -298,10 +250,11 @@ def _launch(job_path, source, inputs, settings, jobs_dir, flavor, flavor_id,
     except stores.StoreError as exc:
         raise live.CloudError(str(exc)) from None
     live._guard(live.stage, made.store, journal, clock, journal.meta())
-    agent.write_json(made.store, INPUTS_KEY, inputs)
+    agent.write_json(made.store, layout.INPUTS_KEY, inputs)
     config = {'job_id': job_id, 'job_path': os.path.basename(job_path),
               'job_source': source, 't0': t0,
-              'settings': dict(dataclasses.asdict(settings), cloud=CLOUD),
+              'settings': dict(dataclasses.asdict(settings),
+                               cloud=layout.CLOUD),
               'cloud': credentials.cloud_entry(conn, credential)}
     nonce = made.nonce = secrets.token_hex(8)
     journal.append({'t': clock.now(), 'event': 'controller_creating',
@@ -311,12 +264,12 @@ def _launch(job_path, source, inputs, settings, jobs_dir, flavor, flavor_id,
         userdata=user_data(config), nics=settings.network,
         meta={'opie-job': job_id, 'opie-controller': 'true',
               nova.NONCE: nonce},
-        tags=[tag_for(job_id)]))
+        tags=[layout.tag_for(job_id)]))
     made.server = server.id
     journal.append({'t': clock.now(), 'event': 'controller_create',
                     'server': server.id})
     journal.set_meta(controller=dict(ctl, server=server.id))
-    agent.write_json(made.store, SERVER_KEY, {'server': server.id})
+    agent.write_json(made.store, layout.SERVER_KEY, {'server': server.id})
     journal.close()
     say('job %s: journal %s' % (job_id, path))
     say('job %s runs on controller server %s (flavor %s); this machine '
@@ -347,17 +300,18 @@ def _refuse_twice(jobs_dir, name, source, conn):
 
 
 def user_data(config):
-    """The controller's cloud-init user script: this module (from the
-    image, else installed at boot) run with ``config``."""
+    """The controller's cloud-init user script: its loop
+    (:mod:`opie.bot.controller.remote`, from the image, else installed
+    at boot) run with ``config``."""
     return ('#!/usr/bin/env python3\n'
             '"""opie-bot controller of job %s."""\n'
             'import json\nimport subprocess\nimport sys\n\n'
-            'try:\n    from opie.bot import controller\n'
+            'try:\n    from opie.bot.controller import remote\n'
             'except ImportError:\n'
             '    subprocess.run([sys.executable, "-m", "pip", "install", '
             '"--user", %r], check=True)\n'
-            '    from opie.bot import controller\n\n'
-            'controller.main(json.loads(%r))\n'
+            '    from opie.bot.controller import remote\n\n'
+            'remote.main(json.loads(%r))\n'
             % (config['job_id'], _requirement(), json.dumps(config)))
 
 
@@ -469,7 +423,7 @@ def _published(store):
     whatever the store holds, ``status`` answers and ``cancel`` and
     ``resume`` go on from what the tenant's journal already has."""
     try:
-        published = live._guard(agent.read_json, store, JOURNAL_KEY,
+        published = live._guard(agent.read_json, store, layout.JOURNAL_KEY,
                                 None)
     except ValueError:      # not JSON, not UTF-8
         return None
@@ -521,7 +475,7 @@ def _found(journal, meta, conn, ctl):
 def _copy_report(store, reports_dir, job_id):
     stem = os.path.join(reports_dir, job_id)
     for suffix in ('.json', '.html'):
-        data = store.get(REPORT_KEY + suffix)
+        data = store.get(layout.REPORT_KEY + suffix)
         if data is not None and not os.path.exists(stem + suffix):
             paths.check_file(stem + suffix)
             os.makedirs(reports_dir, exist_ok=True)
@@ -709,7 +663,8 @@ def cancel(jobs_dir, job_id, cloud=None, say=print):
             lifecycle.FINAL:
         store, _ = stores.open_store(settings.store, job_id, conn,
                                      create=False)
-        agent.write_json(store, CANCEL_KEY, {'requested_at': time.time()})
+        agent.write_json(store, layout.CANCEL_KEY,
+                         {'requested_at': time.time()})
         say('job %s: cancel requested; waiting for controller server %s '
             'to stop' % (job_id, view['server']))
         _wait(lambda: _server_state(conn, meta['controller']), WAIT_POLLS,
@@ -739,179 +694,3 @@ def _now():
 
 def _pause(seconds):
     time.sleep(seconds)
-
-
-# -- the controller's side ---------------------------------------------------
-
-class Publisher:
-    """Publishes the controller's journal to the job's store, as the
-    journal commits it, with a heartbeat (its own clock's time: a value
-    that grows, which the tenant's side compares with nothing but the
-    last one it read) and, while polls fail, ``retrying``; and reads the
-    tenant's cancel request there.  Until :attr:`final`, the records
-    from the job's end (:data:`LAST`) on are held back."""
-
-    def __init__(self, store):
-        self.store = store
-        self.records = []
-        self.final = False
-        self.retrying = None
-
-    def record(self, record):
-        self.records.append(record)
-        if record['event'] in AT_ONCE:
-            self.publish()
-
-    def publish(self):
-        records = self.records
-        if not self.final:
-            ends = [i for i, r in enumerate(records) if r['event'] in LAST]
-            records = records[:ends[0]] if ends else records
-        published = {'records': records, 'heartbeat': time.time()}
-        if self.retrying and not self.final:
-            published['retrying'] = self.retrying
-        agent.write_json(self.store, JOURNAL_KEY, published)
-
-    def tick(self, retrying=None):
-        """At every poll: publish (with ``retrying``, the loop's failing
-        polls, if any), then stop if asked to (whatever the request
-        holds).  A store that fails is asked again at the next poll, as
-        the loop retries its own calls: one error of Swift must not end
-        the only client of the job."""
-        self.retrying = retrying
-        try:
-            self.publish()
-            asked = self.store.get(CANCEL_KEY) is not None
-        except live.CLOUD_ERRORS + (OSError,) as exc:
-            _console('the job\'s store failed (%s); again at the next poll'
-                     % type(exc).__name__)
-            return
-        if asked:
-            raise CancelRequested()
-
-
-def _console(text):
-    """The controller's lines go to its server's console log."""
-    print(text, file=sys.stderr, flush=True)
-
-
-def main(config, workdir=None):
-    """Run the job of ``config`` to its end, then delete this server.
-    Whatever ends the run (the job's end or horizon, a cancel, an error
-    even before it drives), the controller publishes why and deletes its
-    server: it never idles on."""
-    home = workdir or os.environ.get('HOME') or os.getcwd()
-    root = os.path.join(home, 'opie-bot')
-    os.makedirs(root, mode=0o700, exist_ok=True)
-    clouds_yaml = os.path.join(root, 'clouds.yaml')
-    fd = os.open(clouds_yaml, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, 'w', encoding='utf-8') as f:
-        yaml.safe_dump({'clouds': {CLOUD: config['cloud']}}, f)
-    os.environ['OS_CLIENT_CONFIG_FILE'] = clouds_yaml
-    settings = live.Settings(**config['settings'])
-    job_id = config['job_id']
-    # Without the cloud or the store there is no one to tell: the
-    # traceback goes to the console log.
-    conn = live._connect(settings)
-    store, _ = stores.open_store(settings.store, job_id, conn, create=False)
-    jobs_dir = datadir.jobs(root)
-    publisher = Publisher(store)
-    ctx = own = None
-    try:
-        plan = map_choice.primary_map(jobfile.parse(config['job_source'],
-                                                    config['job_path']))
-        ctx = live.start(plan, config['job_path'], settings, jobs_dir,
-                         say=_console, source=config['job_source'],
-                         job_id=job_id, t0=config['t0'],
-                         watch=publisher.record,
-                         inputs=agent.read_json(store, INPUTS_KEY, None))
-        # Published at every poll (progress every 0 s), never giving up.
-        live.loop(ctx, lambda snapshot: publisher.tick(ctx.failing), 0.0,
-                  patient=True)
-    except CancelRequested:
-        ctx.journal.close()
-        ctx = None
-        try:
-            own = agent.read_json(store, SERVER_KEY)    # the cancel deletes it
-            # Results and this journal stay for the tenant's side, whose
-            # own cancel deletes them if asked.
-            live.cancel(jobs_dir, job_id, CLOUD)
-        except Exception as exc:
-            # Its records show the cancel begun: the tenant's finishes it.
-            _console('cancel cut short: %s: %s' % (type(exc).__name__, exc))
-        # The cancel's records too (its own journal): the tenant's side
-        # must see a cancelled job even if it did not wait for it.
-        publisher.records = _records(jobs_dir, job_id)
-    except Exception as exc:
-        publisher.records = _stop(ctx, config, settings, conn, jobs_dir,
-                                  'controller error: %s: %s' % (
-                                      type(exc).__name__, exc))
-    if ctx is not None:
-        _report(ctx, store)
-    # The last word, then this server goes: the tenant's side reads the
-    # one, Nova ends the other (and this process with it).
-    publisher.final = True
-    publisher.publish()
-    own = own or agent.read_json(store, SERVER_KEY)
-    if own is not None and _is_own(conn, own['server'], job_id):
-        nova.client(conn).servers.delete(own['server'])
-
-
-def _report(ctx, store):
-    """The job's report, into the store, for the tenant's side."""
-    try:
-        rep = live.build_report(ctx)
-        store.put(REPORT_KEY + '.json', json.dumps(rep, indent=1).encode())
-        store.put(REPORT_KEY + '.html', html_page.render(rep).encode())
-    except Exception as exc:    # the job is over all the same
-        _console('no report: %s: %s' % (type(exc).__name__, exc))
-    finally:
-        ctx.journal.close()
-
-
-def _stop(ctx, config, settings, conn, jobs_dir, reason):
-    """Stop the job the controller cannot go on with (:func:`live.stop`,
-    from its journal, which a start cut short may not have made): the
-    records to publish, ending with ``stopped`` and, if the cloud kept
-    servers, ``servers_kept`` with why."""
-    _console(reason)
-    clock = _clock(config['t0'], settings)
-    path = journal_mod.path_for(jobs_dir, config['job_id'])
-    if ctx is None and not os.path.exists(path):
-        return [{'t': clock.now(), 'event': 'stopped', 'reason': reason,
-                 'servers': 0}]
-    journal = ctx.journal if ctx is not None else journal_mod.Journal(path)
-    try:
-        if ctx is None:
-            journal.lock()
-        job = jobfile.parse(config['job_source'], config['job_path'])
-        try:
-            live.stop(journal, job, conn, settings, clock, reason)
-        except live.CloudError as exc:
-            journal.append({'t': clock.now(), 'event': 'servers_kept',
-                            'reason': str(exc)})
-        return journal.records()
-    finally:
-        if ctx is None:
-            journal.close()
-
-
-def _records(jobs_dir, job_id):
-    journal = journal_mod.Journal(journal_mod.path_for(jobs_dir, job_id))
-    try:
-        return journal.records()
-    finally:
-        journal.close()
-
-
-def _is_own(conn, server_id, job_id):
-    """Whether ``server_id`` (read from the store, which the job's agents
-    may write too) is this job's controller: no other server is deleted.
-    """
-    try:
-        server = nova.client(conn).servers.get(server_id)
-    except nova_exc.NotFound:
-        return False
-    meta = server.metadata or {}
-    return meta.get('opie-job') == job_id and \
-        meta.get('opie-controller') == 'true'

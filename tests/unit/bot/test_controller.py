@@ -23,6 +23,8 @@ import pytest
 
 from opie.bot import cli
 from opie.bot import controller
+from opie.bot.controller import layout
+from opie.bot.controller import remote
 from opie.bot.report import watch
 from opie.bot.openstack import credentials
 from tests.unit.bot import fake_nova
@@ -102,7 +104,7 @@ class Tenant(tenant_mod.Tenant):
         try:
             with self.monkeypatch.context() as m:
                 m.setenv('HOME', str(home))
-                controller.main(config)
+                remote.main(config)
             return 'ended'
         except fake_nova.Killed:
             return 'killed'
@@ -134,7 +136,7 @@ def test_run_starts_one_normal_controller_and_returns(tenant):
     server = tenant.nova.servers.all[sid]
     # Normal: the job's smallest flavor, not its preemptible twin.
     assert server.flavor['original_name'] == 'small'
-    assert server.tags == [controller.tag_for(tenant.job_id())]
+    assert server.tags == [layout.tag_for(tenant.job_id())]
     # Nothing of the job runs on the tenant's side.
     assert tenant.nova.live() == [sid]
     assert 'controller server %s' % sid in out

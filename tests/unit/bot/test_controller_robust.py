@@ -23,6 +23,7 @@ import pytest
 
 from opie.bot import cli
 from opie.bot import controller
+from opie.bot.controller import layout
 from opie.bot.state import outputs
 from opie.bot.openstack import clock as clock_mod
 from opie.bot.openstack import live
@@ -292,7 +293,7 @@ def test_a_controller_gone_from_nova_leaves_the_job_paused(tenant):
 def test_last_heard_does_not_compare_the_two_clocks(tenant):
     assert tenant.launch()[0] == 0
     assert tenant.serve(kill_after=1, event='server_active') == 'killed'
-    path = tenant.dir / 'store' / tenant.job_id() / controller.JOURNAL_KEY
+    path = tenant.dir / 'store' / tenant.job_id() / layout.JOURNAL_KEY
     published = json.loads(path.read_text())
 
     def beat(at):
