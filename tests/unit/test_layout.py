@@ -66,7 +66,7 @@ FORBIDDEN = {'core': ABOVE + ('nova', 'opie.nova'), 'nova': ABOVE,
 CLIENT_FORBIDDEN = ('nova', 'opie.nova', 'opie.cmd', 'opie.lab',
                     'opie.testing')
 # (importer, imported): the only exceptions to CLIENT_FORBIDDEN.
-CLIENT_ALLOWED = {('opie.bot.cli', 'opie.testing.democloud')}
+CLIENT_ALLOWED = {('opie.bot.cli.demo', 'opie.testing.democloud')}
 # What the client may import of the core.
 CLIENT_CORE = 'opie.core.contract'
 CLIENT_BACKENDS = ('opie.bot.sim', 'opie.bot.openstack')

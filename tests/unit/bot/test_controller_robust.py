@@ -21,7 +21,7 @@ import time
 from novaclient import exceptions as nova_exc
 import pytest
 
-from opie.bot import cli
+from opie.bot.cli import common
 from opie.bot import controller
 from opie.bot.controller import layout
 from opie.bot.state import outputs
@@ -206,7 +206,7 @@ def test_resume_refuses_beside_a_controller_nova_still_has(tenant, state):
 
     code, out, err = tenant.cli('resume', tenant.job_id(), '--quiet')
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert out == '' and err.count('\n') == 1, err
     assert 'controller server %s still exists (%s); try again' % (
         sid, state) in err
@@ -254,7 +254,7 @@ def test_cancel_refuses_while_the_controller_will_not_go(tenant):
 
     code, out, err = tenant.cli('cancel', tenant.job_id())
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert err.count('\n') == 1, err
     assert 'controller server %s still exists (ACTIVE); try again' % sid \
         in err
