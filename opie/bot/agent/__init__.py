@@ -13,48 +13,10 @@
 """The task agent: runs a server's tasks, reports, checkpoints.
 
 ``opie-bot`` puts this file, followed by its settings, on every server it
-creates as cloud-init user data (a ``#!`` user script), so a server needs
-no inbound network, floating IP or SSH: the agent and the client only
-meet in the job's object store, where each writes its own objects:
-
-``servers/<server>/assign.json`` (client)
-    ``{task_id: assignment}``: the tasks this server must run.  A task
-    that leaves it is killed.  One whose assignment says ``stop`` (its
-    server is about to be preempted) is checkpointed where it stands,
-    then killed, and reported ``stopped``, unless it ended first.
-``servers/<server>/status.json`` (agent)
-    A heartbeat and, per task, ``state`` (running, finished, failed),
-    ``attempt``, ``progress`` and whether this run ``committed``; or
-    ``stopped``, once its checkpoint is written.
-``checkpoints/<task>/<n>.tar.gz`` and ``checkpoints/<task>/latest.json``
-    The task's state directory (``$OPIE_STATE_DIR``), every time a
-    checkpoint falls due, and the pointer to the newest one: ``fraction``
-    of the work saved (from ``$OPIE_STATE_DIR/progress`` when the task
-    writes it, else estimated from elapsed time), ``object``, ``server``.
-``inputs/sha256-<digest>`` (client)
-    The job's input files, by content.  An assignment maps each path a
-    task needs (relative to its working directory) to one of them; the
-    agent writes them there before it starts the command.
-``logs/<task>/<attempt>-<server>/<n>``
-    The whole output (stdout and stderr) of a run, in pieces of
-    :data:`LOG_CHUNK` bytes copied as the task writes them: a piece is
-    rewritten until it is full, so copying again after any failure
-    gives the same objects.
-``outputs/<task>/<attempt>-<server>/<path>``
-    The files of the working directory that match the task's declared
-    ``outputs`` patterns, uploaded when the run ends, before its result.
-``results/<task>.json``
-    The result (exit status, end of the output, wall-clock end, where its
-    log and outputs are), created only if absent,
-    so a task is committed exactly once however many times it runs; a run
-    that finds it there reports ``committed: false`` (a duplicate).
-
-A run's command runs in a fresh working directory holding its inputs; a
-restored task starts with the state directory of its latest checkpoint.
-The store is a directory (a shared file system, or the demo's host) or a
-Swift container reached with TempURL signatures, so the only secret on the
-server is the container's TempURL key.  Standard library only: this file
-runs on any image with Python 3.
+creates as cloud-init user data (a ``#!`` user script); the agent and the
+client only meet in the job's object store.  Standard library only: this
+file runs on any image with Python 3.  The objects each side writes:
+``doc/source/design/client.rst``, *The agent and the store*.
 """
 import errno
 import hashlib
@@ -432,8 +394,9 @@ def _upload_file(store, key, path, count):
 
 
 class LogCopy:
-    """A task's output file, copied to the store as it grows (see the
-    module docstring: pieces of :data:`LOG_CHUNK` bytes)."""
+    """A task's output file, copied to the store as it grows (its objects:
+    the design's *The agent and the store*; pieces of :data:`LOG_CHUNK`
+    bytes)."""
 
     def __init__(self, store, prefix, path):
         self.store = store

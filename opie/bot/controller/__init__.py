@@ -10,68 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``opie-bot run --controller``: the job's client on a server of its own.
+"""``opie-bot run --controller``: the tenant's side of a job whose client
+runs on a server of its own.
 
-A job advances only while its client runs; a laptop that sleeps would
-stop it.  With ``--controller`` the tenant's client starts the client on
-a small *normal* server of the tenant's project (the controller) and
-exits; the controller runs the job exactly as ``run --backend
-openstack`` would (:mod:`opie.bot.openstack.live`), with a journal on
-its own disk.
-
-The two sides never reach each other: they meet in the job's store,
-which both can reach, and in Nova (:mod:`opie.bot.controller.layout`).
-
-Task logs, results and outputs stay where the agents put them, so
-commands that read them from the store (``logs``, ``outputs``) work the
-same with or without a controller; the controller fetches the outputs
-into its own data directory, ``opie-bot outputs`` into the tenant's.
-
-The tenant's journal (``DATA_DIR/jobs/<job id>.sqlite``) holds what the
-tenant's side did (the credential, the controller server) and the
-controller's records, copied from the store by ``status``, ``cancel`` and
-``resume``: a copy a local ``resume`` continues from, with the
-job's id, start and settings, if the controller dies.  A controller is
-*gone* only once Nova answers 404 for its server or shows it DELETED:
-in any other state (ERROR, UNKNOWN when its host is unreachable,
-SHUTOFF, RESIZE...) its process may still run and drive the job, so a
-job is paused only when its controller is gone, and ``status`` shows the
-state of one that is not.  One job has one driver, so the tenant's side
-*fences* the controller before it drives (``resume``) or takes the job
-back (``cancel``): it asks Nova to delete the server unless Nova shows
-it gone, journals the request (``controller_deleting``), looks again up
-to :data:`WAIT_POLLS` times and journals the confirmation
-(``controller_delete``); a server still there after that is refused
-with one line ("still exists (STATE); try again"), and nothing is
-driven beside it.  ``resume`` is refused outright while the controller
-is at work (:data:`ALIVE`); ``cancel`` asks such a controller to cancel
-and waits for it first.
-
-A controller never gives up while its job can be driven: failed polls
-are retried with a bounded backoff (:func:`live.loop`, ``patient``) and
-published in its heartbeat (``retrying``) until the cloud answers or
-the job's horizon ends it as any client's.  Anything else that stops it
-(an error while it starts, an unexpected exception) stops the job as a
-local client's error does: it journals ``stopped`` with the reason,
-deletes the job's servers (or journals why it could not), publishes,
-and deletes its own server; the tenant's ``status`` says so and that
-``resume`` runs the job here.
-
-Liveness never compares the two machines' clocks: the heartbeat is a
-value the tenant's side only compares with the last one it read (a
-newer one is a change; an older one, which Swift may answer after an
-overwrite, is not), and ``heard_s`` is the tenant's own time since the
-first of its reads that showed the current value.
-
-The controller acts with a Keystone application credential made for it
-(:mod:`opie.bot.openstack.credentials`); a restricted credential may not
-delete itself, so the tenant's side deletes it once the job is over,
-and it expires on its own after the job's horizon.
-
-Its code: the user data is a short Python script that imports
-:mod:`opie.bot.controller.remote` (installed on the image, or ``pip
-install``-ed at boot when missing) and runs its ``main`` with the job and
-the credential, as the agents' scripts carry theirs.
+The tenant's client starts the controller (a small normal server of the
+tenant's project) and exits; the controller's own loop is
+:mod:`opie.bot.controller.remote`, and the two sides meet in the job's
+store and in Nova (:mod:`opie.bot.controller.layout`).  This side reads
+the controller's journal back, and fences the controller before it
+drives a job again (``resume``) or takes it back (``cancel``): how and
+why, ``doc/source/design/client.rst``, *The controller*.
 """
 import dataclasses
 from importlib import metadata
@@ -103,7 +51,7 @@ from opie.bot.controller import layout
 # Nova states of a controller at work: ``resume`` is refused outright,
 # ``cancel`` asks it to cancel.  In any other state but GONE it may still
 # run (ERROR, UNKNOWN on an unreachable host, RESIZE, SHUTOFF...): it is
-# fenced (see the module docstring), never judged dead.
+# fenced (the design's *The controller*), never judged dead.
 ALIVE = ('ACTIVE', 'BUILD', 'REBOOT', 'HARD_REBOOT', 'MIGRATING')
 # A server Nova answers 404 for, or shows deleted: it can act no more.
 GONE = 'DELETED'
@@ -392,7 +340,8 @@ def _locked(jobs_dir, job_id):
 
 def _sync(journal, meta, settings, conn, reports_dir):
     """Copy the controller's new records and its report, if any, and
-    note its heartbeat (the module docstring: by this machine's clock)."""
+    note its heartbeat (by this machine's clock: the design's *The
+    controller*)."""
     ctl = _found(journal, meta, conn, meta['controller'])
     try:
         store, _ = stores.open_store(settings.store, meta['job_id'], conn,
@@ -628,9 +577,9 @@ def _cloud(jobs_dir, job_id, cloud):
 
 def _fence(jobs_dir, job_id, cloud, reason):
     """Make sure the controller can act no more before the tenant's side
-    drives the job or takes it back (the module docstring): its server
-    gone in Nova, after a delete and a bounded wait if needed, and its
-    credential deleted.  A server still there is refused (``ValueError``,
+    drives the job or takes it back (the design's *The controller*): its
+    server gone in Nova, after a delete and a bounded wait if needed, and
+    its credential deleted.  A server still there is refused (``ValueError``,
     one line): nothing is driven beside it."""
     conn = _cloud(jobs_dir, job_id, cloud)
     journal, meta, _ = _locked(jobs_dir, job_id)

@@ -12,64 +12,12 @@
 
 """The executor: HADS Alg. 5, driven by cloud and task events.
 
-HADS calls this the dynamic scheduler; here it is the executor, so that
-it is not taken for Nova's scheduler.  It acts (creates and deletes
-servers, starts, kills and moves tasks, journals all of it); what to do
-it asks of :mod:`opie.bot.hads.assign` (where a task goes, Alg. 4, 6, 7 and 8,
-Eq. 4) and of the take-over watch (:mod:`opie.bot.hads.takeover_watch`, when
-to hand the job over to normal servers).
-
-Servers of the primary map are created when the job starts.  Then:
-
-* a task ends: the next queued one starts; a server left with nothing to do
-  turns idle, takes stranded tasks if any, else tries work stealing
-  (Alg. 8), else waits for the end of its allocation cycle and is deleted;
-* a server hibernates: its tasks freeze, and unless it resumes first they
-  migrate at the migration trigger time ``mtt = D - (rt + alpha)`` (Eq. 4,
-  ``rt`` from Alg. 4), at once if that is already past; mtt is estimated
-  again when a server the estimate may have counted on is deleted, lost,
-  hibernated while idle or filled by migrated tasks (research note A7);
-* a server is terminated (OPIE deletes preempted servers; they never come
-  back): its tasks migrate at once, a documented deviation from HADS,
-  which would wait for a resume that cannot happen;
-* a server resumes: before mtt its tasks go on from where they froze; but
-  its queue moved later by the whole hibernation, so queued tasks that now
-  break Alg. 7's spare-time rule migrate (a guard HADS lacks: without it a
-  server resuming just before mtt can run past D).  After mtt it is idle
-  and tries work stealing.
-* a normal server is deleted at its cycle end: stranded tasks try again,
-  since a normal limit just freed up;
-* a server has a notice (it goes at a known time, hibernated or
-  terminated: the client cannot tell which): it is lost to the job from
-  now on.  It starts nothing and takes nothing, its queued tasks migrate
-  at once (Alg. 6, as from a terminated server), and each running task
-  checkpoints and stops (``Runner.stop``), then migrates from that
-  checkpoint, unless it ends before the server goes.  A task stops once
-  its checkpoint is worth a restore (:meth:`Fleet.worth_saving`, so that
-  no restart outgrows what the take-over counts on), if the dump still
-  ends before the server goes; a run too young for that leaves at once
-  with what it saved before (it loses less than a restore would cost);
-  only with a notice shorter than a dump does a task carry on as without
-  one.  A server that resumes later has no notice any more.
-
-Work lost to a preemption (the work since a run's last checkpoint, when
-the run dies with its server or is moved off it frozen) is journalled
-per task (``work_lost``), in seconds of the run's flavor.
-
-After each event, and when the watch wakes it, the executor carries out
-the watch's verdict: hand the job over (every preemptible server is
-deleted, and every task not running on a normal server goes where the
-take-over map puts it), start what the watch held back, or journal that
-no map can end by D any more (``take_over_lost``).
-
-On a real cloud whose hibernation is OPIE's shelve mode, a server nobody
-resumed by its mtt is deleted once its tasks moved (``drop_at_mtt``): the
-client stops trying to unshelve it.  ``adopt`` continues a job a killed
-client started, from the journal and what the cloud and the agents say.
-
-Migrated tasks restart from their last checkpoint (Alg. 6).  A task that
-no server can end before D goes where it ends soonest; the journal says
-which limit stopped a new normal server, so a late job can be explained.
+It acts (creates and deletes servers, starts, kills and moves tasks,
+journals all of it); where a task goes it asks of
+:mod:`opie.bot.hads.assign` (Alg. 4, 6, 7 and 8, Eq. 4), and when to
+hand the job over to normal servers of the take-over watch
+(:mod:`opie.bot.hads.takeover_watch`).  What it does on each event, and
+why: ``doc/source/design/client.rst``, *The executor*.
 """
 import bisect
 import math
