@@ -26,6 +26,7 @@ from opie.bot.hads import assign
 from opie.bot.hads import fleet as fleet_mod
 from opie.bot.hads import hangs as hangs_mod
 from opie.bot.hads import interfaces
+from opie.bot.hads import migration
 from opie.bot.job import model
 from opie.bot.hads import takeover_watch
 
@@ -606,11 +607,9 @@ class Executor:
             server.changed()
             self._log('resume_guard', server=server.id, task=task_id)
             self._migrate([task_id], server)
-        # A running task is safe if, lost just before its end, it could
-        # still restart from its last checkpoint on a normal server in
-        # time; if not, restart it now while that still meets D.  The
-        # restart is timed on the fastest flavor a normal server may use,
-        # which need not be the server's own.
+        # Which running tasks restart elsewhere is the migration policy's
+        # verdict.  A restart is timed on the fastest flavor a normal
+        # server may use, which need not be the server's own.
         for task_id, run in list(server.running.items()):
             flavor = self.fleet.redo_flavor(task_id)
             if flavor is None:
@@ -619,19 +618,24 @@ class Executor:
                 run.run.start
             redo = self.fleet.run_for(task_id, flavor, model.NORMAL,
                                       last).wall_s
-            if run.end + self.alpha + redo < self.deadline:
-                continue
-            latest = self.checkpoints.latest(task_id)
-            now_redo = self.fleet.run_for(
-                task_id, flavor, model.NORMAL,
-                latest.fraction if latest else 0.0).wall_s
-            if now + self.alpha + now_redo >= self.deadline:
+            if not migration.restart_now(
+                    run.end, redo,
+                    lambda: self._redo_from_latest(task_id, flavor),
+                    now, self.alpha, self.deadline):
                 continue
             self.runner.kill(server.id, task_id)
             del server.running[task_id]
             server.changed()
             self._log('resume_guard', server=server.id, task=task_id)
             self._migrate([task_id], server)
+
+    def _redo_from_latest(self, task_id, flavor):
+        """Wall seconds a normal server of ``flavor`` takes to redo the
+        task from its latest checkpoint."""
+        latest = self.checkpoints.latest(task_id)
+        return self.fleet.run_for(
+            task_id, flavor, model.NORMAL,
+            latest.fraction if latest else 0.0).wall_s
 
     def _migrate_frozen(self, server):
         queue = server.queue()
