@@ -24,11 +24,11 @@ includes.
 import argparse
 import pathlib
 
-from opie.bot import jobfile
-from opie.bot import map_choice
-from opie.bot import report
-from opie.bot import scenarios
-from opie.bot import stats
+from opie.bot.job import jobfile
+from opie.bot.sim import map_choice
+from opie.bot.report import report
+from opie.bot.sim import scenarios
+from opie.bot.report import stats
 from opie.bot.sim import backend
 from opie.bot.sim import preemption
 

@@ -24,7 +24,7 @@ import sys
 
 import pytest
 
-from opie.bot import datadir
+from opie.bot.state import datadir
 from opie.nova import compat
 
 sys.modules.setdefault('nova', None)

@@ -25,28 +25,24 @@ source, so a lazy import inside a function counts too, and so does
 
 The tenant client ``opie/bot`` installs without Nova: it imports neither
 Nova, the plugin, the operator CLI, the lab nor the test harness (but for
-``opie-bot demo``, which starts the in-process demo cloud of
-``opie.testing.democloud``), and of the core only the contract
-(``opie.core.contract``: the names and formats a tenant reads of OPIE).
-Inside it, the core decides and the backends act: the core (the planner,
-the executor, the take-over, the journal...) imports no backend
-(``opie.bot.sim``, ``opie.bot.openstack``) and no front end (which would
-bring the backends along); the front ends (``cli``,
-``controller``) wire a core to a backend, and no backend imports a front
-end. ``map_choice`` is the one core module that runs the
-simulated cloud, to learn what a map bills (its docstring says why); the
-HADS map builder reaches no backend even through it.
+``opie-bot demo``, whose module ``opie.bot.cli.demo`` starts the
+in-process demo cloud of ``opie.testing.democloud``), and of the core
+only the contract (``opie.core.contract``: the names and formats a
+tenant reads of OPIE).  Inside it, each folder is a layer that imports
+only its own and those below it (``CLIENT_LAYERS``): the agent, the job,
+HADS (``hads``: the maps and the executor, which decides and acts through
+its ports), the job's state, the simulated cloud (which runs the
+executor, and which the map choice runs to learn what a map bills), the
+report, the OpenStack backend, and the front ends (``cli``,
+``controller``), which wire HADS to a backend.  The agent ships alone to
+every server, so it imports nothing of OPIE but itself, and no module of
+the client imports itself back through others.
 
 ``tox -e py3`` runs ``tests/unit`` in a venv without Nova, so no unit test
 module may import Nova, neither itself nor through an OPIE module that
 imports Nova as it is imported (``opie.nova.hoststate``, say); tests that
 need Nova are functional tests (``tests/functional/plugin`` for the fast
 ones).
-
-In the tenant client, the map builder (``opie.bot.job_map``) reaches no
-backend (``opie.bot.sim``, ``opie.bot.openstack``), not even through
-another module: building a map needs the job alone, and choosing one
-(``opie.bot.map_choice``) is what runs the simulated cloud.
 """
 import ast
 import pathlib
@@ -66,12 +62,20 @@ FORBIDDEN = {'core': ABOVE + ('nova', 'opie.nova'), 'nova': ABOVE,
 CLIENT_FORBIDDEN = ('nova', 'opie.nova', 'opie.cmd', 'opie.lab',
                     'opie.testing')
 # (importer, imported): the only exceptions to CLIENT_FORBIDDEN.
-CLIENT_ALLOWED = {('opie.bot.cli', 'opie.testing.democloud')}
+CLIENT_ALLOWED = {('opie.bot.cli.demo', 'opie.testing.democloud')}
 # What the client may import of the core.
 CLIENT_CORE = 'opie.core.contract'
 CLIENT_BACKENDS = ('opie.bot.sim', 'opie.bot.openstack')
 CLIENT_FRONT_ENDS = ('opie.bot.cli', 'opie.bot.controller')
-CLIENT_RUNS_THE_SIMULATOR = ('opie.bot.map_choice',)
+# The client's layers, lowest first: each imports only its own and those
+# below it.  The simulator sits below the report, whose job status reads
+# the map choice that runs it.
+CLIENT_LAYERS = (('opie.bot.agent',), ('opie.bot.job',), ('opie.bot.hads',),
+                 ('opie.bot.state',), ('opie.bot.sim',),
+                 ('opie.bot.report',), ('opie.bot.openstack',),
+                 CLIENT_FRONT_ENDS)
+# Shipped alone to every server, as one file.
+CLIENT_AGENT = 'opie.bot.agent'
 
 
 def _modules(layer):
@@ -190,10 +194,77 @@ def test_layer_imports_nothing_above_it(layer):
 
 
 def test_the_map_builder_runs_on_no_backend():
-    backends = ('opie.bot.sim', 'opie.bot.openstack')
-    assert 'opie.bot.sim.backend' in _reached('opie.bot.map_choice')
-    assert not [name for name in _reached('opie.bot.job_map')
-                if _under(name, backends)]
+    assert 'opie.bot.sim.backend' in _reached('opie.bot.sim.map_choice')
+    assert not [name for name in _reached('opie.bot.hads.job_map')
+                if _under(name, CLIENT_BACKENDS)]
+
+
+def _rank(name):
+    """The index of ``name``'s layer in CLIENT_LAYERS; -1 for the
+    package opie.bot itself, None for anything else."""
+    if name == 'opie.bot':
+        return -1
+    return next((i for i, layer in enumerate(CLIENT_LAYERS)
+                 if _under(name, layer)), None)
+
+
+def _layer_violations():
+    """The client's modules in no layer, and its imports of a layer
+    above the importer's."""
+    found = []
+    for path in _modules('bot'):
+        rank = _rank(_module_name(path))
+        if rank is None:
+            found.append('%s is in no layer' % path.relative_to(ROOT))
+            continue
+        found += _found([path], lambda name: _rank(name) is not None
+                        and _rank(name) > rank)
+    return found
+
+
+def _agent_violations():
+    """The agent's imports of anything of OPIE but itself: it ships
+    alone."""
+    return _found(_modules('bot/agent'), lambda name: _under(
+        name, ('opie',)) and not _under(name, (CLIENT_AGENT,)))
+
+
+def _client_graph():
+    """{module: the client's modules it imports}: of a package and
+    its module in one statement (``from opie.bot import agent``), the
+    module alone."""
+    paths = {_module_name(path): path for path in _modules('bot')}
+    graph = {}
+    for module, path in paths.items():
+        graph[module] = set()
+        for _, names in _imports(path):
+            known = [name for name in names if name in paths]
+            graph[module].update(
+                name for name in known if not any(
+                    other != name and _under(other, (name,))
+                    for other in known))
+    return graph
+
+
+def _circles():
+    """Each set of the client's modules that import each other,
+    directly or through others, as one sorted line."""
+    graph = _client_graph()
+
+    def reached(module):
+        found, todo = set(), list(graph[module])
+        while todo:
+            name = todo.pop()
+            if name not in found:
+                found.add(name)
+                todo += graph[name]
+        return found
+
+    reach = {module: reached(module) for module in graph}
+    return sorted({' <-> '.join(sorted(
+        [module] + [other for other in reach[module]
+                    if module in reach[other] and other != module]))
+        for module in graph if module in reach[module]})
 
 
 def _client_violations():
@@ -201,13 +272,8 @@ def _client_violations():
     found = []
     for path in _modules('bot'):
         module = _module_name(path)
-        if _under(module, CLIENT_FRONT_ENDS):
-            rule = CLIENT_FORBIDDEN
-        elif _under(module, CLIENT_BACKENDS + CLIENT_RUNS_THE_SIMULATOR):
-            rule = CLIENT_FORBIDDEN + CLIENT_FRONT_ENDS
-        else:
-            rule = CLIENT_FORBIDDEN + CLIENT_BACKENDS + CLIENT_FRONT_ENDS
-        found += _found([path], lambda name: _under(name, rule) and not any(
+        found += _found([path], lambda name: _under(
+            name, CLIENT_FORBIDDEN) and not any(
             # "from opie.testing import democloud" names its package too.
             module == importer and (_under(name, (imported,))
                                     or _under(imported, (name,)))
@@ -224,6 +290,16 @@ def _beyond_the_contract(name):
 
 def test_the_client_keeps_its_layers():
     assert _client_violations() == []
+    assert _layer_violations() == []
+
+
+def test_the_agent_ships_alone():
+    assert _modules('bot/agent')
+    assert _agent_violations() == []
+
+
+def test_no_import_circles_in_the_client():
+    assert _circles() == []
 
 
 def test_the_contract_brings_nothing_of_opie_along():
@@ -233,44 +309,99 @@ def test_the_contract_brings_nothing_of_opie_along():
             if _under(name, ('opie', 'nova'))] == []
 
 
-def test_the_client_check_sees_each_broken_rule(tmp_path, monkeypatch):
-    """The check itself: Nova, the lab, the harness or the core beyond
-    its contract in the client, a backend or a front end in its core, a
-    front end in a backend or in the map choice; not the demo's import,
-    nor the contract."""
-    for path, text in {
-            'opie/bot/__init__.py': '',
-            'opie/bot/core.py': ('import nova.objects\n'
-                                 'from opie.bot.sim import backend\n'
-                                 'def later():\n'
-                                 '    from opie.bot import openstack\n'
-                                 'from opie.bot import cli\n'),
-            'opie/bot/cli.py': ('from opie.bot.sim import backend\n'
-                                'from opie.testing import democloud\n'
-                                'from opie.testing import harness\n'
-                                'from opie.core import contract\n'
-                                'from opie.core import preemptible\n'),
-            'opie/bot/map_choice.py': ('from opie.bot.sim import backend\n'
-                                       'from opie.bot import controller\n'),
-            'opie/bot/sim/__init__.py': '',
-            'opie/bot/sim/backend.py': ('from opie.bot import core\n'
-                                        'from opie.bot import cli\n'
-                                        'from opie.lab import cli\n')}.items():
+def _tree(tmp_path, monkeypatch, files):
+    """Lay out ``files`` ({path: text}) in ``tmp_path`` and point the
+    checks at it."""
+    for path, text in files.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
     monkeypatch.setattr(__name__ + '.PACKAGE', tmp_path / 'opie')
     monkeypatch.setattr(__name__ + '.ROOT', tmp_path)
 
+
+def test_the_client_check_sees_each_broken_rule(tmp_path, monkeypatch):
+    """The check itself: Nova, the lab, the harness or the core beyond
+    its contract in the client; not the demo's import, nor the
+    contract."""
+    _tree(tmp_path, monkeypatch, {
+        'opie/bot/__init__.py': '',
+        'opie/bot/hads/executor.py': ('import nova.objects\n'
+                                      'from opie.bot.sim import backend\n'),
+        'opie/bot/cli/__init__.py': '',
+        'opie/bot/cli/demo.py': ('from opie.testing import democloud\n'
+                                 'from opie.testing import harness\n'
+                                 'from opie.core import contract\n'
+                                 'from opie.core import preemptible\n'),
+        'opie/bot/cli/run.py': 'from opie.testing import democloud\n',
+        'opie/bot/sim/backend.py': 'from opie.lab import cli\n'})
+
     assert sorted(_client_violations()) == [
-        'opie/bot/cli.py:3 imports opie.testing.harness',
-        'opie/bot/cli.py:5 imports opie.core.preemptible',
-        'opie/bot/core.py:1 imports nova.objects',
-        'opie/bot/core.py:2 imports opie.bot.sim',
-        'opie/bot/core.py:4 imports opie.bot.openstack',
-        'opie/bot/core.py:5 imports opie.bot.cli',
-        'opie/bot/map_choice.py:2 imports opie.bot.controller',
-        'opie/bot/sim/backend.py:2 imports opie.bot.cli',
-        'opie/bot/sim/backend.py:3 imports opie.lab']
+        'opie/bot/cli/demo.py:2 imports opie.testing.harness',
+        'opie/bot/cli/demo.py:4 imports opie.core.preemptible',
+        'opie/bot/cli/run.py:1 imports opie.testing',
+        'opie/bot/hads/executor.py:1 imports nova.objects',
+        'opie/bot/sim/backend.py:1 imports opie.lab']
+
+
+def test_the_layer_check_sees_each_upward_import(tmp_path, monkeypatch):
+    """The check itself: a layer importing one above it, at module level
+    or in a function, and a module in no layer; not a layer importing
+    its own or one below."""
+    _tree(tmp_path, monkeypatch, {
+        'opie/bot/__init__.py': '',
+        'opie/bot/job/__init__.py': '',
+        'opie/bot/job/model.py': 'from opie.bot.hads import executor\n',
+        'opie/bot/hads/__init__.py': '',
+        'opie/bot/hads/executor.py': ('from opie.bot.job import model\n'
+                                      'def later():\n'
+                                      '    from opie.bot.cli import run\n'),
+        'opie/bot/sim/__init__.py': '',
+        'opie/bot/sim/backend.py': ('from opie.bot.report import report\n'
+                                    'from opie.bot.state import journal\n'),
+        'opie/bot/cli/__init__.py': ('from opie.bot.cli import run\n'
+                                     'from opie.bot.openstack import live\n'),
+        'opie/bot/stray.py': ''})
+
+    assert sorted(_layer_violations()) == [
+        'opie/bot/hads/executor.py:3 imports opie.bot.cli',
+        'opie/bot/job/model.py:1 imports opie.bot.hads',
+        'opie/bot/sim/backend.py:1 imports opie.bot.report',
+        'opie/bot/stray.py is in no layer']
+
+
+def test_the_agent_check_sees_each_import_of_opie(tmp_path, monkeypatch):
+    """The check itself: the agent importing the client, OPIE or the
+    core, even in a function; not the standard library, nor itself."""
+    _tree(tmp_path, monkeypatch, {
+        'opie/bot/agent/__init__.py': ('import json\n'
+                                       'from opie.bot.agent import helper\n'
+                                       'from opie.bot.job import model\n'
+                                       'from opie import oneline\n'
+                                       'def later():\n'
+                                       '    import opie.core.contract\n'),
+        'opie/bot/agent/helper.py': ''})
+
+    assert _agent_violations() == [
+        'opie/bot/agent/__init__.py:3 imports opie.bot.job',
+        'opie/bot/agent/__init__.py:4 imports opie',
+        'opie/bot/agent/__init__.py:6 imports opie.core.contract']
+
+
+def test_the_circle_check_sees_a_circle(tmp_path, monkeypatch):
+    """The check itself: modules importing each other through a third,
+    even in a function; not a module importing a circle's member, nor a
+    package and the modules it names."""
+    _tree(tmp_path, monkeypatch, {
+        'opie/bot/__init__.py': '',
+        'opie/bot/a.py': 'from opie.bot import b\n',
+        'opie/bot/b.py': 'def later():\n    from opie.bot import c\n',
+        'opie/bot/c.py': 'from opie.bot import a\n',
+        'opie/bot/d.py': 'from opie.bot import a\n',
+        'opie/bot/pkg/__init__.py': 'from opie.bot.pkg import mod\n',
+        'opie/bot/pkg/mod.py': 'from opie.bot.pkg import other\n',
+        'opie/bot/pkg/other.py': ''})
+
+    assert _circles() == ['opie.bot.a <-> opie.bot.b <-> opie.bot.c']
 
 
 def test_no_unit_test_imports_nova():
@@ -281,19 +412,15 @@ def test_no_unit_test_imports_nova():
 def test_the_check_sees_every_kind_of_import(tmp_path, monkeypatch):
     """The check itself: absolute, from-package and relative imports, at
     module level or in a function."""
-    core = tmp_path / 'opie' / 'core'
-    core.mkdir(parents=True)
-    (core / '__init__.py').write_text('')
-    (core / 'bad.py').write_text(
-        'import nova.conf\n'
-        'from opie import cmd\n'
-        'from opie.bot import cli\n'
-        'from ..testing import harness\n'
-        'from . import resources\n'
-        'def later():\n'
-        '    from opie.lab import cli\n')
-    monkeypatch.setattr(__name__ + '.PACKAGE', tmp_path / 'opie')
-    monkeypatch.setattr(__name__ + '.ROOT', tmp_path)
+    _tree(tmp_path, monkeypatch, {
+        'opie/core/__init__.py': '',
+        'opie/core/bad.py': ('import nova.conf\n'
+                             'from opie import cmd\n'
+                             'from opie.bot import cli\n'
+                             'from ..testing import harness\n'
+                             'from . import resources\n'
+                             'def later():\n'
+                             '    from opie.lab import cli\n')})
 
     assert _violations('core') == [
         'opie/core/bad.py:1 imports nova.conf',
@@ -308,26 +435,22 @@ def test_the_check_sees_nova_imported_by_a_unit_test(tmp_path,
     """The check itself: Nova imported by a unit test, directly, skipped
     when absent, or through OPIE modules and packages that import it when
     imported; not through a module that imports it only in a function."""
-    for path, text in {
-            'opie/__init__.py': '',
-            'opie/nova/__init__.py': '',
-            'opie/nova/direct.py': 'from nova import objects\n',
-            'opie/nova/through.py': 'from . import direct\n',
-            'opie/nova/lazy.py': 'def f():\n    import nova.conf\n',
-            'opie/plugged/__init__.py': 'import nova\n',
-            'opie/plugged/free.py': '',
-            'tests/unit/test_a.py': (
-                'import pytest\n'
-                'from opie.nova import lazy\n'
-                'from opie.nova import through\n'
-                'from opie.plugged import free\n'
-                'def test_it():\n'
-                '    pytest.importorskip("nova.scheduler")\n'
-                '    import nova.conf\n')}.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
-    monkeypatch.setattr(__name__ + '.PACKAGE', tmp_path / 'opie')
-    monkeypatch.setattr(__name__ + '.ROOT', tmp_path)
+    _tree(tmp_path, monkeypatch, {
+        'opie/__init__.py': '',
+        'opie/nova/__init__.py': '',
+        'opie/nova/direct.py': 'from nova import objects\n',
+        'opie/nova/through.py': 'from . import direct\n',
+        'opie/nova/lazy.py': 'def f():\n    import nova.conf\n',
+        'opie/plugged/__init__.py': 'import nova\n',
+        'opie/plugged/free.py': '',
+        'tests/unit/test_a.py': (
+            'import pytest\n'
+            'from opie.nova import lazy\n'
+            'from opie.nova import through\n'
+            'from opie.plugged import free\n'
+            'def test_it():\n'
+            '    pytest.importorskip("nova.scheduler")\n'
+            '    import nova.conf\n')})
     monkeypatch.setattr(__name__ + '.UNIT_TESTS', tmp_path / 'tests' /
                         'unit')
 

@@ -10,6 +10,6 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""opie-bot's OpenStack backend: :mod:`opie.bot.interfaces` on a real
+"""opie-bot's OpenStack backend: :mod:`opie.bot.hads.interfaces` on a real
 cloud (keystoneauth1, python-novaclient, Swift), the task agent's
 side of the object store, and the real-time loop that drives them."""

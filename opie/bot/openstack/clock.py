@@ -21,7 +21,7 @@ import heapq
 import itertools
 import time
 
-from opie.bot import interfaces
+from opie.bot.hads import interfaces
 
 
 class RealClock(interfaces.Clock):

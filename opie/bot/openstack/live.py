@@ -14,13 +14,14 @@
 
 One loop, one thread: poll Nova for server changes, poll the agents'
 status, run the timers that are due, sleep.  Everything the executor
-decides or sees goes to the SQLite journal first (:mod:`opie.bot.journal`),
-so the client may be killed at any point: ``resume`` rebuilds the job from
-the journal, the servers Nova still has with the job's tag, the agents'
+decides or sees goes to the SQLite journal first
+(:mod:`opie.bot.state.journal`), so the client may be killed at any
+point: ``resume`` rebuilds the job from the journal, the servers Nova
+still has with the job's tag, the agents'
 assignments and the committed results, and carries on.  A job's input
 files go to its store before its first server is created
-(:mod:`opie.bot.staging`); the outputs of every task that ends come back
-into the data directory (:mod:`opie.bot.outputs`).
+(:mod:`opie.bot.state.staging`); the outputs of every task that ends come back
+into the data directory (:mod:`opie.bot.state.outputs`).
 
 Errors the user can fix (credentials, endpoint, flavor, image, store) end
 the command with one line and exit status 3, the journal untouched.
@@ -45,17 +46,17 @@ from keystoneauth1 import exceptions as ks_exceptions
 from novaclient import exceptions as nova_exceptions
 
 from opie import clouds
-from opie.bot import datadir
-from opie.bot import executor as executor_mod
-from opie.bot import jobfile
-from opie.bot import journal as journal_mod
-from opie.bot import jobstatus
-from opie.bot import lifecycle
-from opie.bot import map_choice
-from opie.bot import outputs
-from opie.bot import report
-from opie.bot import staging
-from opie.bot import tasklogs
+from opie.bot.state import datadir
+from opie.bot.hads import executor as executor_mod
+from opie.bot.job import jobfile
+from opie.bot.state import journal as journal_mod
+from opie.bot.report import jobstatus
+from opie.bot.state import lifecycle
+from opie.bot.sim import map_choice
+from opie.bot.state import outputs
+from opie.bot.report import report
+from opie.bot.state import staging
+from opie.bot.state import tasklogs
 from opie.bot.openstack import errors
 from opie.bot.openstack import clock as clock_mod
 from opie.bot.openstack import nova
@@ -515,7 +516,7 @@ def _sleep(seconds):
 
 @dataclasses.dataclass
 class Result:
-    """What :func:`opie.bot.report.build` reads, for a run on a cloud."""
+    """What :func:`opie.bot.report.report.build` reads, for a cloud run."""
     plan: object
     records: list
     preemptions: list
@@ -546,7 +547,7 @@ def build_report(ctx):
 
 def status(jobs_dir, job_id, baseline=True):
     """Where a job stands, from its journal alone, at job time now
-    (:mod:`opie.bot.jobstatus`); ``baseline``: with the normal-only
+    (:mod:`opie.bot.report.jobstatus`); ``baseline``: with the normal-only
     plan's cost (a plan of the job: ``list`` does without)."""
     journal, meta, job = _load(jobs_dir, job_id)
     try:
@@ -580,7 +581,7 @@ def _store_of(meta, cloud):
 
 
 def task_log(jobs_dir, job_id, task_id, tail=None, cloud=None):
-    """The pieces of the log of ``task_id`` (:mod:`opie.bot.tasklogs`),
+    """The pieces of the log of ``task_id`` (:mod:`opie.bot.state.tasklogs`),
     or None if it has none yet."""
     journal, meta, job = _load(jobs_dir, job_id)
     journal.close()

@@ -12,54 +12,11 @@
 
 """The Cloud port on Nova (python-novaclient).
 
-Servers are created with the job's tag (``opie-job-<job id>``) and
-metadata, the agent as user data, and a normal or a preemptible flavor:
-job flavor ``X`` is Nova flavor ``X`` for normal servers and ``X`` plus
-``-preemptible`` (as ``opie-manage flavor create-preemptible`` names it)
-for preemptible ones, checked by their ``opie:preemptible`` extra spec.
-
-Preemption is seen by polling ``GET /servers/detail?changes-since=``, which
-also lists deleted servers: one of the job's servers that is deleted and
-that the client did not delete was preempted; one that is shelved was
-preempted by a scheduler in shelve mode, and the client asks to unshelve
-it every ``unshelve_every_s`` until it comes back or the scheduler gives
-up on it (at the migration trigger time); a server in ERROR (no room)
-is a boot failure: journalled, deleted, and then lost to the job, never
-counted as a preemption.
-
-OPIE's preemption notice (``opie.nova.notice``) is read from the same
-listing, which carries each server's metadata (and lists a server again
-when its metadata changes: Nova saves it with the server, whose ``updated``
-moves): an ACTIVE server whose :data:`.contract.NOTICE_KEY` names a time is
-reported once as a ``NOTICE`` at that time, in job time. The value may be
-anything the owner, or any member of the project, wrote: one that names no
-time is journalled once per server (``notice_unusable``) and ignored; a
-time long past or far away is reported as it is (the executor then has no
-time to save anything, or all the time it needs). A notice removed while
-the server is ACTIVE (OPIE withdrew it: the server is no victim any more)
-is journalled (``notice_withdrawn``); the executor does not take a server
-back, so the server keeps running what it runs and takes nothing new. A new
-value is a new notice. The key OPIE left on a server it stopped and shelved
-names a time past when the server comes back: that is no notice.
-
-Ownership comes from the journal, never from what is on the cloud: any
-member of the project can tag, rename or add metadata to a server.
-Before each create call the client journals its intent (a fresh nonce
-that also goes into the server's metadata, the flavor, the image and the
-wall-clock time), and the server's id once Nova answers; ``resume`` and
-``cancel`` touch only journalled ids.  A server whose create call was cut
-short by the client's death is the job's only if it is the one server
-that carries the nonce, was created by the client's own user with that
-flavor and image, and was created within :data:`CREATE_WINDOW` of the
-intent: metadata can be copied, creation time, user, flavor and image
-cannot.  If more than one server matches, none is deleted (journalled as
-``orphan_ambiguous``).  The job creates no image: Nova deletes a shelved
-server's snapshot when the server is deleted, so the client deletes none.
-The client writes its intent to delete to the journal first, so a resumed
-client knows which vanished servers it deleted itself.  A server the
-cloud ended after the last poll, before the job's own delete reached it
-(preempted as the job ends, say), is said so by that delete: the job
-reads a preemption there, as the next poll would have told it.
+Servers are created with the job's tag and metadata, the agent as user
+data, and a normal or a preemptible flavor; preemptions, boot failures
+and OPIE's notices are read by polling the servers' changes; a server is
+the job's only if the journal says so.  How each is told and why:
+``doc/source/design/client.rst``, *Servers on Nova*.
 """
 import datetime
 import secrets
@@ -69,7 +26,7 @@ from keystoneauth1 import adapter
 from novaclient import client as nova_client
 from novaclient import exceptions as nova_exc
 
-from opie.bot import interfaces
+from opie.bot.hads import interfaces
 from opie.core import contract
 
 API_VERSION = '2.60'      # 2.52 tags at create, 2.37 nics=none
@@ -223,7 +180,7 @@ class NovaCloud(interfaces.Cloud):
     def orphans(self, intents, known):
         """``(id, key)`` of each server a create call made but never
         journalled: ``intents`` maps the nonce of each such call to its
-        ``server_creating`` record (see the module docstring); ``known``
+        ``server_creating`` record (the design's *Servers on Nova*); ``known``
         are the ids the journal has."""
         user = self.session.get_user_id()
         matches = {}
@@ -318,8 +275,8 @@ class NovaCloud(interfaces.Cloud):
             self._emit(interfaces.BOOT_FAILED, sid)
 
     def _notice(self, sid, value, stale):
-        """Report a new notice ``value`` of an ACTIVE server (see the
-        module docstring); ``stale`` if the server was shelved until
+        """Report a new notice ``value`` of an ACTIVE server (the design's
+        *Servers on Nova*); ``stale`` if the server was shelved until
         now, so that a time past is the notice that preceded it."""
         entry = self.servers[sid]
         if entry['state'] != ACTIVE or value == entry['notice']:

@@ -22,11 +22,11 @@ server was lost) is reported finished without running again.  A run that
 finds the result already there is a duplicate: journalled and counted,
 never committed twice.  An assignment names the task's input objects
 and its output patterns, so the agent stages the one and uploads the
-other (:mod:`opie.bot.staging`, :mod:`opie.bot.outputs`).  A task asked
-to ``stop`` (its server has a notice) is reported ``STOPPED`` once its
-agent says it checkpointed and stopped that very run; a ``stopped`` the
-client did not ask for (a task can write its server's status) is
-ignored.
+other (:mod:`opie.bot.state.staging`, :mod:`opie.bot.state.outputs`).  A
+task asked to ``stop`` (its server has a notice) is reported ``STOPPED``
+once its agent says it checkpointed and stopped that very run; a
+``stopped`` the client did not ask for (a task can write its server's
+status) is ignored.
 
 Every task can write any object of the store (its agent's key is on its
 server), so every object read back is checked (:class:`Reader`): one
@@ -40,13 +40,12 @@ there: no forged object makes the client take a task for done.
 """
 import json
 import math
-import os
 
 from opie.bot import agent
-from opie.bot import interfaces
-from opie.bot import staging
+from opie.bot.hads import interfaces
+from opie.bot.state import staging
 
-AGENT_SOURCE = os.path.join(os.path.dirname(agent.__file__), 'agent.py')
+AGENT_SOURCE = agent.__file__
 
 
 def user_data(config):

@@ -14,8 +14,8 @@
 import dataclasses
 import typing
 
-from opie.bot import executor
-from opie.bot import stores
+from opie.bot.hads import executor
+from opie.bot.state import stores
 from opie.bot.sim import clock as clock_mod
 from opie.bot.sim import cloud as cloud_mod
 from opie.bot.sim import preemption

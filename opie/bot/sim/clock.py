@@ -14,7 +14,7 @@
 import heapq
 import itertools
 
-from opie.bot import interfaces
+from opie.bot.hads import interfaces
 
 
 class Timer:

@@ -27,8 +27,8 @@ import dataclasses
 import math
 import typing
 
-from opie.bot import interfaces
-from opie.bot import model
+from opie.bot.hads import interfaces
+from opie.bot.job import model
 
 
 @dataclasses.dataclass

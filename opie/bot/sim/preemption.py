@@ -40,7 +40,7 @@ import io
 import math
 import random
 
-from opie.bot import files
+from opie.bot.job import files
 
 HIBERNATE = 'hibernate'
 TERMINATE = 'terminate'

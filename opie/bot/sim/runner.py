@@ -24,7 +24,7 @@ it dumps its state as it stands, which takes one dump, and then reports
 nothing is written but the checkpoints already passed; a dump that ends
 at the very moment the server goes is written.
 """
-from opie.bot import interfaces
+from opie.bot.hads import interfaces
 
 
 class _Run:

@@ -25,7 +25,7 @@ import time
 
 import yaml
 
-from opie.bot import journal as journal_mod
+from opie.bot.state import journal as journal_mod
 from opie.testing.democloud import demo
 from opie.bot.openstack import nova
 from tests.functional.bot import base

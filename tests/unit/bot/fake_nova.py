@@ -39,7 +39,7 @@ import types
 from novaclient import exceptions as nova_exc
 
 from opie.bot import agent
-from opie.bot import journal as journal_mod
+from opie.bot.state import journal as journal_mod
 from opie.bot.openstack import nova
 
 # Job seconds per wall second: a client's start-up (~0.1 s) is a few
@@ -78,7 +78,7 @@ class Servers:
         # last line's call.
         config = json.loads(ast.literal_eval(
             userdata.rsplit('main(json.loads(', 1)[1].rsplit('))', 1)[0]))
-        if 'controller.main(' in userdata:
+        if 'remote.main(' in userdata:
             self.owner.controllers[sid] = config
         else:
             self.owner.configs[sid] = config

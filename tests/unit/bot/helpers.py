@@ -16,8 +16,8 @@ import pathlib
 from unittest import mock
 
 from opie import clouds
-from opie.bot import jobfile
-from opie.bot import model
+from opie.bot.job import jobfile
+from opie.bot.job import model
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 JOBS = ROOT / 'examples' / 'jobs'

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from opie.bot import agent
-from opie.bot import tasklogs
+from opie.bot.state import tasklogs
 
 TASK = ('%s -c "import os, time; p = os.environ[\'OPIE_STATE_DIR\']; '
         'n = int(open(p + \'/n\').read()) if os.path.exists(p + \'/n\') '

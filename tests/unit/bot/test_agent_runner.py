@@ -12,9 +12,9 @@
 
 """The client's side of the agent protocol, against a directory store."""
 from opie.bot import agent
-from opie.bot import checkpoint
-from opie.bot import interfaces
-from opie.bot import stores as memory
+from opie.bot.hads import checkpoint
+from opie.bot.hads import interfaces
+from opie.bot.state import stores as memory
 from opie.bot.openstack import runner as runner_mod
 
 

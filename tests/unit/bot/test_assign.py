@@ -10,11 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Alg. 7's spare-time rule (opie.bot.assign), pinned on numbers."""
-from opie.bot import assign
-from opie.bot import fleet as fleet_mod
-from opie.bot import model
-from opie.bot import projection
+"""Alg. 7's spare-time rule (opie.bot.hads.assign), pinned on numbers."""
+from opie.bot.hads import assign
+from opie.bot.hads import fleet as fleet_mod
+from opie.bot.job import model
+from opie.bot.hads import projection
 
 DEADLINE = 1000.0
 ALPHA = 100.0

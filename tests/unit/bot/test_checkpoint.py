@@ -10,8 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-from opie.bot import checkpoint
-from opie.bot import model
+from opie.bot.hads import checkpoint
+from opie.bot.job import model
 from tests.unit.bot import helpers
 
 

@@ -77,7 +77,7 @@ def test_sim_table(capsys):
 
 def test_example_files():
     import yaml
-    from opie.bot import scenarios
+    from opie.bot.sim import scenarios
     listed = yaml.safe_load((helpers.JOBS / 'scenarios.yaml').read_text())
     assert {name: (v['kh'], v['kr']) for name, v in listed.items()} == {
         name: (sc.kh, sc.kr) for name, sc in scenarios.TABLE8.items()}

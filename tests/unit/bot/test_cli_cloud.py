@@ -17,6 +17,7 @@ import socket
 import yaml
 
 from opie.bot import cli
+from opie.bot.cli import common
 from tests.unit.bot import tenant
 
 
@@ -57,7 +58,7 @@ def test_unreachable_endpoint_is_one_line_exit_3(tmp_path, monkeypatch,
                      str(tmp_path / 'data')])
 
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == cli.EXIT_CLOUD
+    assert code == common.EXIT_CLOUD
     assert len(err) == 1 and 'cannot reach the cloud' in err[0]
     assert 'tok-55' not in err[0]
     assert list((tmp_path / 'data' / 'jobs').iterdir()) == []
@@ -71,14 +72,14 @@ def test_no_credentials_at_all(tmp_path, monkeypatch, capsys):
     code = cli.main(['run', job_file(tmp_path), '--backend',
                      'openstack', '--data-dir', str(tmp_path)])
 
-    assert code == cli.EXIT_CLOUD
+    assert code == common.EXIT_CLOUD
     assert '--os-cloud' in capsys.readouterr().err
 
 
 def test_status_of_an_unknown_job(tmp_path, capsys):
     code = cli.main(['status', 'nope-000001', '--data-dir', str(tmp_path)])
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert 'no journal' in capsys.readouterr().err
 
 
@@ -125,6 +126,6 @@ def test_plan_on_a_cloud_without_published_rates(tmp_path, monkeypatch,
 
 def test_plan_os_cloud_needs_the_openstack_backend(tmp_path, capsys):
     assert cli.main(['plan', job_file(tmp_path), '--os-cloud',
-                     'x']) == cli.EXIT_INPUT
+                     'x']) == common.EXIT_INPUT
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and '--backend openstack' in err[0], err

@@ -25,9 +25,9 @@ import pytest
 
 from opie.core import contract
 from opie.bot import agent
-from opie.bot import executor as executor_mod
-from opie.bot import map_choice
-from opie.bot import stores as memory
+from opie.bot.hads import executor as executor_mod
+from opie.bot.sim import map_choice
+from opie.bot.state import stores as memory
 from opie.bot.openstack import clock as clock_mod
 from opie.bot.openstack import nova
 from opie.bot.openstack import runner as runner_mod

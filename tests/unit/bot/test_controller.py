@@ -21,9 +21,11 @@ import types
 from keystoneauth1 import exceptions as ks_exceptions
 import pytest
 
-from opie.bot import cli
+from opie.bot.cli import common
 from opie.bot import controller
-from opie.bot import watch
+from opie.bot.controller import layout
+from opie.bot.controller import remote
+from opie.bot.report import watch
 from opie.bot.openstack import credentials
 from tests.unit.bot import fake_nova
 from tests.unit.bot import tenant as tenant_mod
@@ -102,7 +104,7 @@ class Tenant(tenant_mod.Tenant):
         try:
             with self.monkeypatch.context() as m:
                 m.setenv('HOME', str(home))
-                controller.main(config)
+                remote.main(config)
             return 'ended'
         except fake_nova.Killed:
             return 'killed'
@@ -134,7 +136,7 @@ def test_run_starts_one_normal_controller_and_returns(tenant):
     server = tenant.nova.servers.all[sid]
     # Normal: the job's smallest flavor, not its preemptible twin.
     assert server.flavor['original_name'] == 'small'
-    assert server.tags == [controller.tag_for(tenant.job_id())]
+    assert server.tags == [layout.tag_for(tenant.job_id())]
     # Nothing of the job runs on the tenant's side.
     assert tenant.nova.live() == [sid]
     assert 'controller server %s' % sid in out
@@ -197,7 +199,7 @@ def test_resume_is_refused_while_the_controller_lives(tenant):
 
     code, out, err = tenant.cli('resume', tenant.job_id())
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert out == '' and err.count('\n') == 1
     assert 'runs on controller server' in err
     assert tenant.records() == before
@@ -232,7 +234,7 @@ def test_run_controller_twice_for_one_job_file_is_refused(tenant):
 
     code, out, err = tenant.launch()
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert out == '' and err.count('\n') == 1
     assert first in err and 'opie-bot cancel %s' % first in err
     assert tenant.job_id() == first
@@ -244,7 +246,7 @@ def test_a_credential_keystone_refuses_creates_nothing(tenant):
 
     code, out, err = tenant.launch()
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert out == '' and err.count('\n') == 1
     assert 'keystone refused' in err and 'nothing was created' in err
     assert tenant.nova.live() == []
@@ -281,16 +283,16 @@ def test_a_tenant_without_member_gets_no_credential(tenant, monkeypatch):
 
     code, _, err = tenant.launch()
 
-    assert code == cli.EXIT_INPUT and "'member'" in err
+    assert code == common.EXIT_INPUT and "'member'" in err
     assert tenant.keys.made == {} and tenant.nova.live() == []
 
 
 @pytest.mark.parametrize('argv, code, words', [
     (['--controller', '--controller-flavor', 'small-preemptible'],
-     cli.EXIT_INPUT, 'must be a normal server'),
-    (['--controller', '--controller-flavor', 'nope'], cli.EXIT_CLOUD,
+     common.EXIT_INPUT, 'must be a normal server'),
+    (['--controller', '--controller-flavor', 'nope'], common.EXIT_CLOUD,
      "no flavor 'nope'"),
-    (['--controller-flavor', 'small'], cli.EXIT_INPUT,
+    (['--controller-flavor', 'small'], common.EXIT_INPUT,
      'needs --controller'),
 ])
 def test_bad_controller_options(tenant, argv, code, words):
@@ -304,7 +306,7 @@ def test_bad_controller_options(tenant, argv, code, words):
 def test_controller_needs_the_openstack_backend(tenant):
     code, _, err = tenant.cli('run', tenant.job, '--controller')
 
-    assert code == cli.EXIT_INPUT and '--controller' in err
+    assert code == common.EXIT_INPUT and '--controller' in err
 
 
 # -- task files: the job's directory is on the tenant's machine -----------
@@ -367,7 +369,7 @@ def test_a_bad_input_is_refused_before_anything_is_made(io_tenant):
 
     code, out, err = tenant.launch()
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert out == '' and err.count('\n') == 1, err
     assert io.IN_NAME in err and 'no such file' in err
     assert tenant.keys.made == {} and tenant.nova.live() == []

@@ -20,6 +20,8 @@ import pytest
 
 from opie.bot import agent
 from opie.bot import controller
+from opie.bot.controller import layout
+from opie.bot.controller import remote
 from opie.bot.openstack import live
 from tests.unit.bot import fake_nova
 from tests.unit.bot import test_controller
@@ -115,7 +117,7 @@ def test_one_failed_store_read_does_not_kill_the_controller(tenant):
     failed = []
 
     def flaky(self, key, limit=None):
-        if key == controller.CANCEL_KEY and not failed:
+        if key == layout.CANCEL_KEY and not failed:
             failed.append(key)
             raise OSError(5, 'Input/output error')
         return get(self, key, limit)
@@ -133,7 +135,7 @@ def test_a_stale_published_journal_copies_no_record_twice(tenant):
     object: ``status`` then reads fewer records than it copied."""
     assert tenant.launch()[0] == 0
     assert tenant.serve(kill_after=1, event='task_finish') == 'killed'
-    path = store_path(tenant, controller.JOURNAL_KEY)
+    path = store_path(tenant, layout.JOURNAL_KEY)
     full = json.loads(path.read_text())
     assert len(full['records']) > 2
     tenant.status()
@@ -164,7 +166,7 @@ def test_garbage_in_the_store_does_not_stop_a_cancel(tenant, garbage):
     assert tenant.launch()[0] == 0
     assert tenant.serve(kill_after=1, event='server_active') == 'killed'
     assert tenant.job_servers()
-    store_path(tenant, controller.JOURNAL_KEY).write_bytes(garbage)
+    store_path(tenant, layout.JOURNAL_KEY).write_bytes(garbage)
 
     code, out, err = tenant.cli('status', tenant.job_id())
     assert code == 0, (out, err)
@@ -209,8 +211,8 @@ def test_a_status_while_the_controller_ends_loses_no_report(tenant):
 
     # A heartbeat right after the job's last record, as the loop's
     # last poll may give.
-    tenant.monkeypatch.setattr(controller, 'AT_ONCE',
-                               controller.AT_ONCE + ('done',))
+    tenant.monkeypatch.setattr(remote, 'AT_ONCE',
+                               remote.AT_ONCE + ('done',))
 
     def meanwhile(ctx):
         tenant.status()
@@ -235,7 +237,7 @@ def test_a_server_id_planted_in_the_store_is_not_deleted(tenant):
         'bystander', 'web', 'small', {}, [])
     bystander.status = 'ACTIVE'
     store = agent.DirStore(str(store_path(tenant, '')))
-    agent.write_json(store, controller.SERVER_KEY, {'server': 'bystander'})
+    agent.write_json(store, layout.SERVER_KEY, {'server': 'bystander'})
 
     assert tenant.serve() == 'ended'
     tenant.status()

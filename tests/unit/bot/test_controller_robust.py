@@ -21,9 +21,10 @@ import time
 from novaclient import exceptions as nova_exc
 import pytest
 
-from opie.bot import cli
+from opie.bot.cli import common
 from opie.bot import controller
-from opie.bot import outputs
+from opie.bot.controller import layout
+from opie.bot.state import outputs
 from opie.bot.openstack import clock as clock_mod
 from opie.bot.openstack import live
 from opie.bot.openstack import nova
@@ -205,7 +206,7 @@ def test_resume_refuses_beside_a_controller_nova_still_has(tenant, state):
 
     code, out, err = tenant.cli('resume', tenant.job_id(), '--quiet')
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert out == '' and err.count('\n') == 1, err
     assert 'controller server %s still exists (%s); try again' % (
         sid, state) in err
@@ -253,7 +254,7 @@ def test_cancel_refuses_while_the_controller_will_not_go(tenant):
 
     code, out, err = tenant.cli('cancel', tenant.job_id())
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert err.count('\n') == 1, err
     assert 'controller server %s still exists (ACTIVE); try again' % sid \
         in err
@@ -292,7 +293,7 @@ def test_a_controller_gone_from_nova_leaves_the_job_paused(tenant):
 def test_last_heard_does_not_compare_the_two_clocks(tenant):
     assert tenant.launch()[0] == 0
     assert tenant.serve(kill_after=1, event='server_active') == 'killed'
-    path = tenant.dir / 'store' / tenant.job_id() / controller.JOURNAL_KEY
+    path = tenant.dir / 'store' / tenant.job_id() / layout.JOURNAL_KEY
     published = json.loads(path.read_text())
 
     def beat(at):

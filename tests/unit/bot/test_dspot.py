@@ -14,8 +14,8 @@ import dataclasses
 
 import pytest
 
-from opie.bot import dspot
-from opie.bot import map_choice
+from opie.bot.hads import dspot
+from opie.bot.sim import map_choice
 from tests.unit.bot import helpers
 
 

@@ -15,15 +15,15 @@ import dataclasses
 
 import pytest
 
-from opie.bot import assign
-from opie.bot import checkpoint
-from opie.bot import executor
-from opie.bot import interfaces
-from opie.bot import job_map
-from opie.bot import map_choice
-from opie.bot import model
-from opie.bot import report
-from opie.bot import stores
+from opie.bot.hads import assign
+from opie.bot.hads import checkpoint
+from opie.bot.hads import executor
+from opie.bot.hads import interfaces
+from opie.bot.hads import job_map
+from opie.bot.sim import map_choice
+from opie.bot.job import model
+from opie.bot.report import report
+from opie.bot.state import stores
 from opie.bot.sim import backend
 from opie.bot.sim import clock as clock_mod
 from opie.bot.sim import cloud as cloud_mod

@@ -42,10 +42,10 @@ import random
 
 import pytest
 
-from opie.bot import job_map
-from opie.bot import map_choice
-from opie.bot import model
-from opie.bot import scenarios
+from opie.bot.hads import job_map
+from opie.bot.sim import map_choice
+from opie.bot.job import model
+from opie.bot.sim import scenarios
 from opie.bot.sim import backend
 from opie.bot.sim import preemption
 

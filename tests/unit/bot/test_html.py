@@ -17,11 +17,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from opie.bot import html
-from opie.bot import map_choice
-from opie.bot import report
+from opie.bot.report import html_page
+from opie.bot.sim import map_choice
+from opie.bot.report import report
 from opie.bot.sim import backend
-from opie.bot import units
+from opie.bot.job import units
 from tests.unit.bot import helpers
 
 HOSTILE_TASK = '<script>alert("t")</script>'
@@ -119,7 +119,7 @@ def test_fmt_time_reads_like_the_console():
 
 
 def test_headline_tells_deadline_cost_preemptions_and_moves(rep):
-    page = html.render(rep)
+    page = html_page.render(rep)
     head = _headline(page)
     res = rep['result']
     assert 'Deadline met' in head
@@ -142,18 +142,18 @@ def test_headline_says_by_how_much_a_deadline_was_missed(rep):
     late = copy.deepcopy(rep)
     late['result']['makespan_s'] = rep['job']['deadline_s'] + 130
     late['result']['deadline_met'] = False
-    assert 'Deadline missed by 2:10' in _headline(html.render(late))
+    assert 'Deadline missed by 2:10' in _headline(html_page.render(late))
     late['result']['makespan_s'] = None
-    assert 'did not finish' in _headline(html.render(late))
+    assert 'did not finish' in _headline(html_page.render(late))
 
 
 def test_headline_without_a_baseline(plan):
-    head = _headline(html.render(_moved_report(plan)))
+    head = _headline(html_page.render(_moved_report(plan)))
     assert 'no normal-only baseline' in head
 
 
 def test_counters_are_folded_and_explained(rep):
-    page = html.render(rep)
+    page = html_page.render(rep)
     details = re.search(r'<details><summary>All counters</summary>(.*?)'
                         r'</details>', page, re.S).group(1)
     rows = re.findall(r'<tr><th>(.*?)</th><td>(.*?)</td>'
@@ -165,14 +165,14 @@ def test_counters_are_folded_and_explained(rep):
 
 
 def test_a_real_run_prints_no_none(real_rep):
-    page = html.render(real_rep)
+    page = html_page.render(real_rep)
     assert 'None' not in page
     assert 'kh=' not in page and 'seed=' not in page
     assert 'mode openstack' in _headline(page)
 
 
 def test_charts_scale_to_the_window(rep):
-    for svg in _svgs(html.render(rep)):
+    for svg in _svgs(html_page.render(rep)):
         assert svg.get('width') == '100%'
         assert 'height' not in svg.attrib
         x0, y0, w, h = (float(v) for v in svg.get('viewBox').split())
@@ -185,8 +185,8 @@ def test_charts_scale_to_the_window(rep):
 
 @pytest.mark.parametrize('deadline', [None, 5 * 3600 + 17.0, 97.0])
 def test_the_last_axis_label_is_inside_the_viewbox(plan, rep, deadline):
-    page = html.render(rep if deadline is None
-                       else _moved_report(plan, deadline))
+    page = html_page.render(rep if deadline is None
+                            else _moved_report(plan, deadline))
     for svg in _svgs(page):
         w = float(svg.get('viewBox').split()[2])
         ticks = [t for t in svg.iter('text') if t.get('class') == 'tick']
@@ -204,7 +204,7 @@ def test_the_last_axis_label_is_inside_the_viewbox(plan, rep, deadline):
 
 
 def test_preemption_and_migration_markers(plan):
-    page = html.render(_moved_report(plan))
+    page = html_page.render(_moved_report(plan))
     gantt = _svgs(page)[0]
     hits = [p for p in gantt.iter('path') if p.get('class') == 'preemption']
     assert len(hits) == 1
@@ -222,7 +222,7 @@ def test_preemption_and_migration_markers(plan):
 
 
 def test_tenant_names_are_escaped(plan):
-    page = html.render(_moved_report(plan))
+    page = html_page.render(_moved_report(plan))
     assert '<script' not in page and '<img' not in page
     assert '<i>job' not in page and '<b>' not in page
     assert '&lt;script&gt;alert(&quot;t&quot;)&lt;/script&gt;' in page

@@ -16,8 +16,8 @@ import statistics
 import pytest
 
 from opie.bot import cli
-from opie.bot import generate
-from opie.bot import jobfile
+from opie.bot.job import generate
+from opie.bot.job import jobfile
 from tests.unit.bot import helpers
 
 GOOD = """\

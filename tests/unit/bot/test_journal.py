@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from opie.bot import journal as journal_mod
+from opie.bot.state import journal as journal_mod
 
 
 def test_records_and_settings_survive_reopening(tmp_path):
@@ -111,7 +111,7 @@ def test_the_lock_of_a_killed_client_is_free(tmp_path):
     journal_mod.Journal(path, create=True).close()
     holder = subprocess.Popen(
         [sys.executable, '-c', 'import sys\n'
-         'from opie.bot import journal\n'
+         'from opie.bot.state import journal\n'
          'j = journal.Journal(sys.argv[1]); j.lock()\n'
          'print("locked", flush=True); sys.stdin.read()', path],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE)

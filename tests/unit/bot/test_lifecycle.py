@@ -18,8 +18,8 @@ import sqlite3
 
 import pytest
 
-from opie.bot import cli
-from opie.bot import journal as journal_mod
+from opie.bot.cli import common
+from opie.bot.state import journal as journal_mod
 from tests.unit.bot import tenant as tenant_mod
 
 JOB = """\
@@ -62,7 +62,7 @@ def test_a_finished_or_cancelled_job_cannot_be_resumed(tenant,
 
     code, out, err = tenant.cli('resume', job_id)
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert out == '' and err.count('\n') == 1
     assert job_id in err and 'is done' in err
     assert tenant.records() == before
@@ -79,7 +79,7 @@ def test_an_unfinished_cancelled_job_cannot_be_resumed(tenant):
 
     code, _, err = tenant.cli('resume', job_id)
 
-    assert code == cli.EXIT_INPUT and 'cancelled' in err
+    assert code == common.EXIT_INPUT and 'cancelled' in err
     assert len(tenant.nova.servers.all) == created
     assert tenant.nova.live() == []
 
@@ -202,7 +202,7 @@ def test_at_its_horizon_the_client_deletes_every_server(tenant):
 
     code, out, err = tenant.run(speed=FAST)
 
-    assert code == cli.EXIT_MISSED, (out, err)
+    assert code == common.EXIT_MISSED, (out, err)
     assert tenant.nova.servers.all and tenant.nova.live() == []
     assert 'horizon' in out and 'deleted' in out
     assert_billed_as_journalled(tenant)
@@ -227,7 +227,7 @@ def test_a_resume_past_the_horizon_creates_nothing(tenant):
 
     code, out, err = tenant.cli('resume', job_id, '--quiet')
 
-    assert code == cli.EXIT_MISSED, (out, err)
+    assert code == common.EXIT_MISSED, (out, err)
     assert set(tenant.nova.servers.all) == created
     assert tenant.nova.live() == []
     assert_billed_as_journalled(tenant)
@@ -287,7 +287,7 @@ def test_a_client_error_deletes_every_server_in_one_line(tenant,
 
     code, out, err = tenant.run()
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     (line,) = err.strip().splitlines()
     assert 'a bug' in line and '1 server deleted' in line
     assert tenant.nova.live() == []
@@ -412,7 +412,7 @@ def test_killed_after_any_record_a_resume_ends_clean(tenant):
         code, out, err = tenant.cli('resume', tenant.job_id(), '--quiet')
 
         # Killed once done: the resume refuses, and deletes what is left.
-        assert code == (cli.EXIT_INPUT if done else 0), (after, out, err)
+        assert code == (common.EXIT_INPUT if done else 0), (after, out, err)
         everything_accounted_for(tenant)
         assert tenant.results() == ['t1.json', 't2.json', 't3.json'], after
         events = [r['event'] for r in tenant.records()]
@@ -440,7 +440,7 @@ def test_a_cancel_killed_after_any_record_is_finished_by_another(tenant):
             break
         # No resume can run the job again meanwhile.
         code, _, err = tenant.cli('resume', job_id)
-        assert code == cli.EXIT_INPUT and 'cancelled' in err, after
+        assert code == common.EXIT_INPUT and 'cancelled' in err, after
 
         code, out, err = tenant.cli('cancel', job_id)
 
@@ -478,7 +478,7 @@ def test_a_job_stopped_by_a_client_error_resumes_to_its_end(tenant,
             raise RuntimeError('a bug')
         original(self)
     monkeypatch.setattr(runner.AgentRunner, 'poll_all', poll_all)
-    assert tenant.run()[0] == cli.EXIT_INPUT
+    assert tenant.run()[0] == common.EXIT_INPUT
     assert status(tenant)['status'] == 'stopped'
 
     code, out, err = tenant.cli('resume', tenant.job_id(), '--quiet')
@@ -489,7 +489,7 @@ def test_a_job_stopped_by_a_client_error_resumes_to_its_end(tenant,
 
 
 def test_a_resumed_job_is_running_again():
-    from opie.bot import lifecycle
+    from opie.bot.state import lifecycle
     assert lifecycle.state('stopped', ['plan', 'stopped', 'resume'],
                            True) == lifecycle.RUNNING
     assert lifecycle.state('running', ['plan', 'stopped', 'resume'],
@@ -499,8 +499,8 @@ def test_a_resumed_job_is_running_again():
 
 
 @pytest.mark.parametrize('error, code, text', [
-    (KeyboardInterrupt, cli.EXIT_MISSED, 'interrupted'),
-    (OSError, cli.EXIT_CLOUD, 'giving up for now')])
+    (KeyboardInterrupt, common.EXIT_MISSED, 'interrupted'),
+    (OSError, common.EXIT_CLOUD, 'giving up for now')])
 def test_a_client_that_cannot_go_on_says_what_keeps_running(
         tenant, monkeypatch, error, code, text):
     """Ctrl-C, or a cloud out of reach: nothing can be deleted safely,
@@ -528,7 +528,7 @@ def test_a_client_that_cannot_go_on_says_what_keeps_running(
 
 def test_a_journal_that_cannot_be_written_says_what_keeps_running(
         tenant, monkeypatch):
-    from opie.bot import journal as journal_mod
+    from opie.bot.state import journal as journal_mod
     tenant.nova.hang.update(('t1', 't2', 't3'))
     real = journal_mod.Journal.append
     count = []
@@ -542,7 +542,7 @@ def test_a_journal_that_cannot_be_written_says_what_keeps_running(
 
     code, _, err = tenant.run()
 
-    assert code == cli.EXIT_CLOUD
+    assert code == common.EXIT_CLOUD
     (line,) = err.strip().splitlines()
     assert 'disk full' in line and "the job's 1 server keeps running" in line
 
@@ -553,7 +553,7 @@ def test_killed_while_stopping_at_the_horizon_a_resume_ends_clean(tenant):
     what is left."""
     tenant.write_job(policy=NO_HANG)
     tenant.nova.hang.update(('t1', 't2', 't3'))
-    assert tenant.run(speed=FAST)[0] == cli.EXIT_MISSED
+    assert tenant.run(speed=FAST)[0] == common.EXIT_MISSED
     events = [r['event'] for r in tenant.records()]
     first = events.index('stopped') + 1
     for after in range(first, len(events) + 1):
@@ -566,7 +566,7 @@ def test_killed_while_stopping_at_the_horizon_a_resume_ends_clean(tenant):
 
         code, out, err = tenant.cli('resume', tenant.job_id(), '--quiet')
 
-        assert code == cli.EXIT_MISSED, (after, out, err)
+        assert code == common.EXIT_MISSED, (after, out, err)
         assert set(tenant.nova.servers.all) == created, after
         everything_accounted_for(tenant)
         assert_billed_as_journalled(tenant)

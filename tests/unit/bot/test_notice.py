@@ -40,14 +40,14 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import pytest
 
-from opie.bot import checkpoint
+from opie.bot.hads import checkpoint
 from opie.bot import cli
-from opie.bot import fleet as fleet_mod
-from opie.bot import interfaces
-from opie.bot import job_map
-from opie.bot import map_choice
-from opie.bot import model
-from opie.bot import scenarios
+from opie.bot.hads import fleet as fleet_mod
+from opie.bot.hads import interfaces
+from opie.bot.hads import job_map
+from opie.bot.sim import map_choice
+from opie.bot.job import model
+from opie.bot.sim import scenarios
 from opie.bot.sim import backend
 from opie.bot.sim import preemption
 from tests.unit.bot import helpers

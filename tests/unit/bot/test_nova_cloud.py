@@ -18,8 +18,8 @@ import pytest
 from novaclient import exceptions as nova_exc
 
 from opie.core import contract
-from opie.bot import interfaces
-from opie.bot import stores as memory
+from opie.bot.hads import interfaces
+from opie.bot.state import stores as memory
 from opie.bot.openstack import nova
 from tests.unit.bot import helpers
 

@@ -18,6 +18,7 @@ import os
 import pytest
 
 from opie.bot import cli
+from opie.bot.cli import common
 from tests.unit.bot import fake_nova
 from tests.unit.bot import helpers
 
@@ -44,7 +45,7 @@ def test_a_report_is_never_written_through_a_link(tmp_path, capsys,
 
     code = cli.main(['run', J60, '--report-dir', str(reports)])
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     line = one_line(capsys)
     assert 'symbolic link' in line and 'j60-run-seed0' + suffix in line
     assert target.read_text() == 'keep me'
@@ -64,7 +65,7 @@ def test_a_directory_option_naming_a_file(tmp_path, capsys, option):
     for path in (a_file, a_file / 'below'):
         code = cli.main(['run', J60, option, str(path)])
 
-        assert code == cli.EXIT_INPUT
+        assert code == common.EXIT_INPUT
         line = one_line(capsys)
         assert option in line and str(path) in line
         assert 'Traceback' not in line
@@ -91,7 +92,7 @@ def test_a_store_that_is_no_absolute_path(tmp_path, monkeypatch, capsys,
     code = cli.main(['run', J60, '--backend', 'openstack', '--store', store,
                      '--data-dir', str(tmp_path)])
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert 'file:///ABSOLUTE/PATH' in one_line(capsys)
     assert nova.servers.all == {}
     assert not (tmp_path / 'jobs').exists() or \

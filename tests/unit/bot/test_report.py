@@ -14,9 +14,9 @@ import math
 
 import pytest
 
-from opie.bot import html
-from opie.bot import map_choice
-from opie.bot import report
+from opie.bot.report import html_page
+from opie.bot.sim import map_choice
+from opie.bot.report import report
 from opie.bot.sim import backend
 from tests.unit.bot import helpers
 
@@ -65,7 +65,7 @@ def test_counts_match_the_journal_and_the_curve_ends_at_the_cost(rep):
 
 
 def test_html_is_self_contained(rep):
-    page = html.render(rep)
+    page = html_page.render(rep)
     assert page.count('<svg') == 2
     assert 'script' not in page and 'http' not in page.split('<svg')[0]
     assert 'normal-only baseline' in page

@@ -13,10 +13,10 @@
 """HADS Table 8 scenarios x the four paper jobs, 10 seeds per cell."""
 import pytest
 
-from opie.bot import map_choice
-from opie.bot import report
-from opie.bot import scenarios
-from opie.bot import stats
+from opie.bot.sim import map_choice
+from opie.bot.report import report
+from opie.bot.sim import scenarios
+from opie.bot.report import stats
 from opie.bot.sim import backend
 from opie.bot.sim import preemption
 from tests.unit.bot import helpers

@@ -12,10 +12,10 @@
 
 import pytest
 
-from opie.bot import checkpoint
-from opie.bot import interfaces
-from opie.bot import model
-from opie.bot import stores
+from opie.bot.hads import checkpoint
+from opie.bot.hads import interfaces
+from opie.bot.job import model
+from opie.bot.state import stores
 from opie.bot.sim import clock as clock_mod
 from opie.bot.sim import cloud as cloud_mod
 from opie.bot.sim import preemption

@@ -26,8 +26,8 @@ import pytest
 
 from opie.bot import agent
 from opie.bot import cli
-from opie.bot import interfaces
-from opie.bot import outputs
+from opie.bot.hads import interfaces
+from opie.bot.state import outputs
 from opie.bot.openstack import runner as runner_mod
 from tests.unit.bot.test_agent_runner import RUN, finish, make
 from tests.unit.bot.test_task_io_attacks import DictStore

@@ -13,11 +13,11 @@
 """The primary map without preemption against HADS Table 9."""
 import pytest
 
-from opie.bot import job_map
-from opie.bot import map_choice
-from opie.bot import model
-from opie.bot import report
-from opie.bot import wrr
+from opie.bot.hads import job_map
+from opie.bot.sim import map_choice
+from opie.bot.job import model
+from opie.bot.report import report
+from opie.bot.hads import wrr
 from opie.bot.sim import backend
 from tests.unit.bot import helpers
 

@@ -16,15 +16,15 @@ import random
 
 import pytest
 
-from opie.bot import executor
-from opie.bot import fleet as fleet_mod
-from opie.bot import job_map
-from opie.bot import map_choice
-from opie.bot import model
-from opie.bot import report
-from opie.bot import stores
-from opie.bot import takeover
-from opie.bot import takeover_watch
+from opie.bot.hads import executor
+from opie.bot.hads import fleet as fleet_mod
+from opie.bot.hads import job_map
+from opie.bot.sim import map_choice
+from opie.bot.job import model
+from opie.bot.report import report
+from opie.bot.state import stores
+from opie.bot.hads import takeover
+from opie.bot.hads import takeover_watch
 from opie.bot.sim import backend
 from opie.bot.sim import clock as clock_mod
 from opie.bot.sim import cloud as cloud_mod

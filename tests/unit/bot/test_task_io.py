@@ -24,8 +24,8 @@ import sys
 import pytest
 
 from opie.bot import agent
-from opie.bot import cli
-from opie.bot import outputs as outputs_mod
+from opie.bot.cli import common
+from opie.bot.state import outputs as outputs_mod
 from tests.unit.bot import fake_nova
 from tests.unit.bot import tenant as tenant_mod
 
@@ -146,7 +146,7 @@ def test_a_bad_input_is_refused_before_anything_is_created(
 
     code, out, err = tenant.run()
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert out == '' and err.count('\n') == 1, err
     assert why in err and name in err and 't2' in err
     assert tenant.nova.servers.all == {}
@@ -193,7 +193,7 @@ def test_an_input_changed_before_resume_is_refused(tenant, monkeypatch):
 
     code, out, err = tenant.cli('resume', tenant.job_id())
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert err.count('\n') == 1 and 'task.py' in err and 'changed' in err
 
 
@@ -216,7 +216,7 @@ def test_killed_between_download_and_record_resume_fetches_once(
 
     code, out, err = tenant.cli('resume', tenant.job_id())
 
-    assert code == cli.EXIT_INPUT and 'is done' in err
+    assert code == common.EXIT_INPUT and 'is done' in err
     assert 'the outputs of 2 task(s) a killed client had not fetched are ' \
         'fetched' in err
     fetched = [r['task'] for r in tenant.records()
@@ -256,7 +256,7 @@ def test_outputs_never_go_through_a_link_in_the_data_dir(tenant):
     # opie-bot outputs fetches again: refused while the links stay...
     code, out, err = tenant.cli('outputs', tenant.job_id())
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert err.count('\n') == 2 and err.count('symbolic link') == 2, err
     assert list(precious.iterdir()) == []
 
@@ -284,5 +284,5 @@ def test_logs_or_outputs_of_an_unknown_job_or_task(tenant, argv, why):
 
     code, out, err = tenant.cli(*argv)
 
-    assert code == cli.EXIT_INPUT
+    assert code == common.EXIT_INPUT
     assert out == '' and err.count('\n') == 1 and why in err, err

@@ -27,10 +27,10 @@ import os
 import pytest
 
 from opie.bot import agent
-from opie.bot import cli
-from opie.bot import outputs as outputs_mod
-from opie.bot import paths
-from opie.bot import tasklogs
+from opie.bot.cli import common
+from opie.bot.state import outputs as outputs_mod
+from opie.bot.state import paths
+from opie.bot.state import tasklogs
 from tests.unit.bot import tenant as tenant_mod
 from tests.unit.bot import test_task_io
 from tests.unit.bot.test_task_io import TASK
@@ -151,7 +151,7 @@ def test_a_malformed_outputs_field_is_one_line(tenant, bad):
 
     code, out, err = tenant.cli('outputs', tenant.job_id())
 
-    assert code == cli.EXIT_INPUT, (out, err)
+    assert code == common.EXIT_INPUT, (out, err)
     assert err.count('\n') == 1 and 'task %s' % TASK in err, err
     assert files_below(mine) == before
 
@@ -164,12 +164,12 @@ def test_a_corrupt_result_is_one_line(tenant, body):
 
     code, out, err = tenant.cli('outputs', tenant.job_id())
 
-    assert code == cli.EXIT_INPUT, (out, err)
+    assert code == common.EXIT_INPUT, (out, err)
     assert err.count('\n') == 1 and 'task %s' % TASK in err, err
 
     code, out, err = tenant.cli('logs', tenant.job_id(), TASK)
 
-    assert code == cli.EXIT_INPUT, (out, err)
+    assert code == common.EXIT_INPUT, (out, err)
     assert out == '' and err.count('\n') == 1 and TASK in err, err
 
 
@@ -186,7 +186,7 @@ def test_a_log_prefix_not_the_task_s_own_is_one_line(tenant, log):
 
     code, out, err = tenant.cli('logs', tenant.job_id(), TASK)
 
-    assert code == cli.EXIT_INPUT, (out, err)
+    assert code == common.EXIT_INPUT, (out, err)
     assert out == '' and err.count('\n') == 1 and TASK in err, err
 
 
@@ -289,7 +289,7 @@ def test_a_link_fifo_or_directory_in_a_file_store_is_not_read(
 
     code, out, err = tenant.cli('outputs', tenant.job_id())
 
-    assert code == cli.EXIT_INPUT, (out, err)
+    assert code == common.EXIT_INPUT, (out, err)
     assert err.count('\n') == 1 and 'task %s' % TASK in err, err
     # The other task's outputs are fetched all the same.
     assert '2 output file(s) of 1 committed task(s)' in out

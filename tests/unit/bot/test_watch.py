@@ -18,7 +18,7 @@ test's own function, which may change the job or interrupt the watch.
 import pytest
 
 from opie.bot import cli
-from opie.bot import watch
+from opie.bot.report import watch
 from tests.unit.bot import tenant as tenant_mod
 from tests.unit.bot import test_lifecycle
 

@@ -12,7 +12,7 @@
 
 import collections
 
-from opie.bot import wrr
+from opie.bot.hads import wrr
 from tests.unit.bot import helpers
 
 
