@@ -20,8 +20,10 @@ production Nova venv installs. Neither may import the operator CLI
 harness (``opie.testing``), and the core may import neither Nova nor the
 plugin. The lab (``opie.lab``) sits below the test harness, which drives
 it: it imports nothing of ``opie.testing``. Imports are read from the
-source, so a lazy import inside a function counts too, and so does
-``pytest.importorskip('nova...')``.
+source, so a lazy import inside a function counts too, and so do
+``pytest.importorskip('nova...')``, ``importlib.import_module`` and
+``__import__`` of a name written in the source (not a name computed at
+run time, ``exec`` or ``runpy``).
 
 The tenant client ``opie/bot`` installs without Nova: it imports neither
 Nova, the plugin, the operator CLI, the lab nor the test harness (but for
@@ -35,8 +37,9 @@ its ports), the job's state, the simulated cloud (which runs the
 executor, and which the map choice runs to learn what a map bills), the
 report, the OpenStack backend, and the front ends (``cli``,
 ``controller``), which wire HADS to a backend.  The agent ships alone to
-every server, so it imports nothing of OPIE but itself, and no module of
-the client imports itself back through others.
+every server as the one file of its package, so it imports the standard
+library alone, and no module of the client imports itself back through
+others.
 
 ``tox -e py3`` runs ``tests/unit`` in a venv without Nova, so no unit test
 module may import Nova, neither itself nor through an OPIE module that
@@ -45,7 +48,9 @@ need Nova are functional tests (``tests/functional/plugin`` for the fast
 ones).
 """
 import ast
+import importlib.util
 import pathlib
+import sys
 
 import pytest
 
@@ -75,7 +80,6 @@ CLIENT_LAYERS = (('opie.bot.agent',), ('opie.bot.job',), ('opie.bot.hads',),
                  ('opie.bot.report',), ('opie.bot.openstack',),
                  CLIENT_FRONT_ENDS)
 # Shipped alone to every server, as one file.
-CLIENT_AGENT = 'opie.bot.agent'
 
 
 def _modules(layer):
@@ -109,11 +113,9 @@ def _imports(path, lazy=True):
     package = path.relative_to(ROOT).parts[:-1]
     for node in _nodes(ast.parse(path.read_text(), str(path)), lazy):
         if isinstance(node, ast.Call):
-            func = node.func
-            name = getattr(func, 'attr', getattr(func, 'id', None))
-            if (name in ('importorskip', 'import_module') and node.args
-                    and isinstance(node.args[0], ast.Constant)):
-                yield node.lineno, [node.args[0].value]
+            named = _called_module(node)
+            if named:
+                yield node.lineno, [named]
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, [alias.name]
@@ -125,6 +127,25 @@ def _imports(path, lazy=True):
             # "from opie import cmd" imports opie.cmd.
             yield node.lineno, [module] + ['%s.%s' % (module, alias.name)
                                            for alias in node.names]
+
+
+def _called_module(call):
+    """The module an ``importorskip``, ``import_module`` or ``__import__``
+    call names in the source (first or keyword argument), a relative one
+    made absolute against ``import_module``'s package; else None."""
+    func = getattr(call.func, 'attr', getattr(call.func, 'id', None))
+    if func not in ('importorskip', 'import_module', '__import__'):
+        return None
+    given = dict(enumerate(call.args))
+    given.update((k.arg, k.value) for k in call.keywords)
+    name = given.get(0, given.get('name', given.get('modname')))
+    package = given.get(1, given.get('package')) \
+        if func == 'import_module' else None
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return None
+    if name.value.startswith('.') and isinstance(package, ast.Constant):
+        return importlib.util.resolve_name(name.value, package.value)
+    return name.value
 
 
 def _under(name, prefixes):
@@ -223,10 +244,10 @@ def _layer_violations():
 
 
 def _agent_violations():
-    """The agent's imports of anything of OPIE but itself: it ships
-    alone."""
-    return _found(_modules('bot/agent'), lambda name: _under(
-        name, ('opie',)) and not _under(name, (CLIENT_AGENT,)))
+    """The agent's imports of anything but the standard library: it
+    ships alone, as the one file of its package (``agent.__file__``)."""
+    return _found(_modules('bot/agent'), lambda name: name.split('.')[0]
+                  not in sys.stdlib_module_names)
 
 
 def _client_graph():
@@ -371,20 +392,25 @@ def test_the_layer_check_sees_each_upward_import(tmp_path, monkeypatch):
 
 def test_the_agent_check_sees_each_import_of_opie(tmp_path, monkeypatch):
     """The check itself: the agent importing the client, OPIE or the
-    core, even in a function; not the standard library, nor itself."""
+    core, even in a function, a module of its own package (which does not
+    ship with it) or a third-party one; not the standard library."""
     _tree(tmp_path, monkeypatch, {
         'opie/bot/agent/__init__.py': ('import json\n'
                                        'from opie.bot.agent import helper\n'
                                        'from opie.bot.job import model\n'
                                        'from opie import oneline\n'
                                        'def later():\n'
-                                       '    import opie.core.contract\n'),
+                                       '    import opie.core.contract\n'
+                                       'import yaml\n'
+                                       'from urllib import parse\n'),
         'opie/bot/agent/helper.py': ''})
 
     assert _agent_violations() == [
+        'opie/bot/agent/__init__.py:2 imports opie.bot.agent',
         'opie/bot/agent/__init__.py:3 imports opie.bot.job',
         'opie/bot/agent/__init__.py:4 imports opie',
-        'opie/bot/agent/__init__.py:6 imports opie.core.contract']
+        'opie/bot/agent/__init__.py:6 imports opie.core.contract',
+        'opie/bot/agent/__init__.py:7 imports yaml']
 
 
 def test_the_circle_check_sees_a_circle(tmp_path, monkeypatch):
@@ -411,7 +437,8 @@ def test_no_unit_test_imports_nova():
 
 def test_the_check_sees_every_kind_of_import(tmp_path, monkeypatch):
     """The check itself: absolute, from-package and relative imports, at
-    module level or in a function."""
+    module level or in a function, and the modules ``import_module`` and
+    ``__import__`` name, by position or keyword, relative or not."""
     _tree(tmp_path, monkeypatch, {
         'opie/core/__init__.py': '',
         'opie/core/bad.py': ('import nova.conf\n'
@@ -420,14 +447,22 @@ def test_the_check_sees_every_kind_of_import(tmp_path, monkeypatch):
                              'from ..testing import harness\n'
                              'from . import resources\n'
                              'def later():\n'
-                             '    from opie.lab import cli\n')})
+                             '    from opie.lab import cli\n'
+                             '    __import__("opie.cmd.audit")\n'
+                             '    importlib.import_module(name="nova.db")\n'
+                             '    import_module(".cli", "opie.bot")\n'
+                             '    import_module(".contract", "opie.core")\n'
+                             '    import_module(name)\n')})
 
     assert _violations('core') == [
         'opie/core/bad.py:1 imports nova.conf',
         'opie/core/bad.py:2 imports opie.cmd',
         'opie/core/bad.py:3 imports opie.bot',
         'opie/core/bad.py:4 imports opie.testing',
-        'opie/core/bad.py:7 imports opie.lab']
+        'opie/core/bad.py:7 imports opie.lab',
+        'opie/core/bad.py:8 imports opie.cmd.audit',
+        'opie/core/bad.py:9 imports nova.db',
+        'opie/core/bad.py:10 imports opie.bot.cli']
 
 
 def test_the_check_sees_nova_imported_by_a_unit_test(tmp_path,

@@ -248,19 +248,28 @@ def _refuse_twice(jobs_dir, name, source, conn):
 
 
 def user_data(config):
-    """The controller's cloud-init user script: its loop
-    (:mod:`opie.bot.controller.remote`, from the image, else installed
-    at boot) run with ``config``."""
+    """The controller's cloud-init user script: its loop (:func:`main`,
+    from the image, else installed at boot) run with ``config``.  The
+    script is the same in every release, so an image with another
+    release of opie-bot runs it as well."""
     return ('#!/usr/bin/env python3\n'
             '"""opie-bot controller of job %s."""\n'
             'import json\nimport subprocess\nimport sys\n\n'
-            'try:\n    from opie.bot.controller import remote\n'
+            'try:\n    from opie.bot import controller\n'
             'except ImportError:\n'
             '    subprocess.run([sys.executable, "-m", "pip", "install", '
             '"--user", %r], check=True)\n'
-            '    from opie.bot.controller import remote\n\n'
-            'remote.main(json.loads(%r))\n'
+            '    from opie.bot import controller\n\n'
+            'controller.main(json.loads(%r))\n'
             % (config['job_id'], _requirement(), json.dumps(config)))
+
+
+def main(config, workdir=None):
+    """The controller server's loop (:func:`.remote.main`), by the name
+    every release's user data calls."""
+    # Imported here: the loop is the server's, not the tenant's side.
+    from opie.bot.controller import remote
+    return remote.main(config, workdir)
 
 
 def _requirement():

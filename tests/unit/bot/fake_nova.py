@@ -78,7 +78,7 @@ class Servers:
         # last line's call.
         config = json.loads(ast.literal_eval(
             userdata.rsplit('main(json.loads(', 1)[1].rsplit('))', 1)[0]))
-        if 'remote.main(' in userdata:
+        if 'controller.main(' in userdata:
             self.owner.controllers[sid] = config
         else:
             self.owner.configs[sid] = config

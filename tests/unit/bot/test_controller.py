@@ -403,3 +403,24 @@ def test_list_shows_a_job_its_controller_runs_as_running(tenant):
     assert code == 0, err
     (st,) = json.loads(out)
     assert st['status'] == 'running'
+
+
+# The user data of the release before the controller became a package:
+# an image with this release runs what an older client boots with.
+OLDER_USER_DATA = ('import json\n'
+                   'from opie.bot import controller\n\n'
+                   'controller.main(json.loads(%r))\n')
+
+
+@pytest.mark.parametrize('script', [
+    lambda config: controller.user_data(dict(config, job_id='j')),
+    lambda config: OLDER_USER_DATA % json.dumps(config)],
+    ids=['this release', 'the older release'])
+def test_the_user_data_of_any_release_runs_the_loop(script, monkeypatch):
+    ran = []
+    monkeypatch.setattr(remote, 'main',
+                        lambda config, workdir=None: ran.append(config))
+
+    exec(compile(script({'job_id': 'j', 'k': 1}), 'user-data', 'exec'), {})
+
+    assert ran == [{'job_id': 'j', 'k': 1}]
