@@ -35,7 +35,7 @@ Enable it with::
 """
 from nova.scheduler import filters
 
-from opie.nova import hoststate
+from opie.nova import host_records
 from opie.nova import plan as plan_mod
 
 
@@ -47,5 +47,5 @@ class PreemptibleFilter(filters.BaseHostFilter):
     def host_passes(self, host_state, spec_obj):
         plan = plan_mod.current()
         if plan is None:
-            return hoststate.fits_host_state(host_state, spec_obj)
+            return host_records.fits_host_state(host_state, spec_obj)
         return plan.passes(host_state)

@@ -37,15 +37,15 @@ stamped by a clock more than the margin behind. So a cell not queried for
 :data:`MAX_GAP` is forgotten and read again as requests need its nodes; a
 node is read in full again once a day (:data:`MAX_AGE`), which bounds what
 archived rows leave behind; an instance listed that Placement shows holds
-nothing is not a candidate (:class:`~.hoststate.InstanceLoader`); and the
+nothing is not a candidate (:class:`~.host_records.InstanceLoader`); and the
 kept lists only choose: before a victim is written, its row is read again
-(:meth:`.hoststate.InstanceLoader.not_victims`), and a node where one is
+(:meth:`.host_records.InstanceLoader.not_victims`), and a node where one is
 found stale is read in full (``fresh``).
 
 Changes are applied in the order they were read (one refresh at a time
 per process), and a node is kept only once a full read of it succeeded.
 Victims another worker claimed are still listed until terminated;
-:class:`~.hoststate.InstanceLoader` drops them as before.
+:class:`~.host_records.InstanceLoader` drops them as before.
 
 A process starts empty, and the first request that preempts would read
 every node (18 s at 1000 nodes). So each scheduler worker warms its
@@ -102,7 +102,7 @@ class InstanceCache:
         self._read_at = {}      # (cell, host, node) -> its last full read
         self._stamps = {}       # cell -> the newest updated_at read in it
         # (cell, host, node) -> Placement usage its instances left
-        # unexplained at its last read (hoststate.InstanceLoader).
+        # unexplained at its last read (host_records.InstanceLoader).
         self._unexplained = {}
 
     def preemptibles(self, read, cell_uuid, nodes, fresh=()):

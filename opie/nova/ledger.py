@@ -21,7 +21,7 @@ checked against, where every scheduler worker writes, so that the
 constraint holds however many schedulers preempt at once.
 
 **The ledger.** One resource provider per project, ``opie-budget-<project
-id>`` (uuid derived from that name, :data:`.token.NAMESPACE`), with the
+id>`` (uuid derived from that name, :data:`.cas.NAMESPACE`), with the
 traits :data:`TRAIT` (every ledger, so the lease holder and ``opie-manage``
 can list them) and :data:`SET_TRAIT` (a budget set by ``opie-manage``,
 not the default). Its inventory of :data:`RESOURCE_CLASS` is the budget in
@@ -86,7 +86,7 @@ import uuid
 from oslo_log import log as logging
 
 from opie.core import host as core_host
-from opie.nova import token
+from opie.nova import cas
 
 LOG = logging.getLogger(__name__)
 RESOURCE_CLASS = 'CUSTOM_OPIE_PREEMPTED_VCPU_MINUTES'
@@ -118,13 +118,13 @@ def provider_name(project_id):
 
 def provider_uuid(project_id):
     """The uuid of ``project_id``'s ledger, the same in every process."""
-    return str(uuid.uuid5(token.NAMESPACE, provider_name(project_id)))
+    return str(uuid.uuid5(cas.NAMESPACE, provider_name(project_id)))
 
 
 def charge_consumer(victim_uuid, instance_uuid):
     """The consumer charging ``victim_uuid``'s preemption for
     ``instance_uuid``: derived, so that a give-back finds it."""
-    return str(uuid.uuid5(token.NAMESPACE, 'opie-budget-charge:%s:%s'
+    return str(uuid.uuid5(cas.NAMESPACE, 'opie-budget-charge:%s:%s'
                           % (victim_uuid, instance_uuid)))
 
 

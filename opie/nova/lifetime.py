@@ -116,9 +116,9 @@ from opie.core import preemptible
 from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import flavor_check
-from opie.nova import hoststate
+from opie.nova import host_records
 from opie.nova import notice
-from opie.nova import notify
+from opie.nova import notifications
 from opie.nova import plan as plan_mod
 from opie.nova import terminate
 
@@ -167,7 +167,7 @@ class Lifetime:
                 cctxt, {'deleted': False, 'vm_state': list(ENDED_FROM)},
                 expected_attrs=['flavor'])
         return [i.uuid for i in found
-                if hoststate.is_preemptible(i.flavor) and _over(
+                if host_records.is_preemptible(i.flavor) and _over(
                     flavor_check.terms(i.flavor), _naive(i.created_at),
                     now)]
 
@@ -205,7 +205,7 @@ class Lifetime:
     def spared(self, context, instance, actions, now):
         """Why ``instance``, read just now with its instance ``actions``,
         is not to be ended for its lifetime at ``now``; None if it is."""
-        if not hoststate.is_preemptible(instance.flavor):
+        if not host_records.is_preemptible(instance.flavor):
             return 'it is no longer preemptible'
         if (instance.vm_state not in ENDED_FROM
                 or instance.task_state in preemptible.LEAVING_TASK_STATES):
@@ -249,7 +249,8 @@ class Lifetime:
             '%s: notice of %d s: clean shutdown at %s' % (
                 _why(terms), terms.notice, contract.notice_stamp(at)))
         self.terminator.notifier.notice(
-            preemption, victim, terms.notice, at, notify.owners([victim]),
+            preemption, victim, terms.notice, at,
+            notifications.owners([victim]),
             {'reason': REASON}, self.terminator.settings.termination_mode)
         LOG.info('OPIE: instance %s on %s reached its maximum lifetime '
                  '(%d s) and is given %d s of notice', instance.uuid,
@@ -294,7 +295,7 @@ class Lifetime:
     def _preemption(instance, terms, actions):
         """The server's end as a preemption for no request. It was not
         chosen among others: no cost."""
-        victim = hoststate.core_instance(instance)
+        victim = host_records.core_instance(instance)
         why = '%s (counted from %s)' % (
             _why(terms), contract.notice_stamp(_started(instance, actions)))
         return plan_mod.Preemption(

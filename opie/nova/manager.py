@@ -29,7 +29,7 @@ host would lose. Then, phase by phase:
   collected and what it keeps frozen out of the collector's reach
   (:func:`settle_garbage`, ``[opie] freeze_after_warm_up``);
 * **snapshot**: before Placement's allocation candidates are fetched, the
-  host token generations this process knows are copied (:mod:`.token`):
+  host token generations this process knows are copied (:mod:`.cas`):
   each is at most as new as the usage the request will decide on;
 * **filter and score**: hosts where the request fits h_f, or where the
   cheapest sufficient victim set covers the shortfall, ranked by what
@@ -91,7 +91,7 @@ preemption ever bypasses the token.
 
 Two periodic tasks: the heartbeat (:mod:`.heartbeat`) and the reconciler
 (:mod:`.reconciler`), run by whichever scheduler process holds the
-reconciler's lease (:mod:`.lease`).
+reconciler's lease (:mod:`.leader`).
 """
 import contextlib
 import contextvars
@@ -115,19 +115,19 @@ from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import give_back
 from opie.nova import heartbeat
-from opie.nova import hoststate
+from opie.nova import host_records
 from opie.nova import instance_cache
-from opie.nova import lease
+from opie.nova import leader
 from opie.nova import ledger
 from opie.nova import metrics
 from opie.nova import notice
-from opie.nova import notify
+from opie.nova import notifications
 from opie.nova import operations
 from opie.nova import plan as plan_mod
 from opie.nova import reconciler
-from opie.nova import snapshots
+from opie.nova import shelve_images
 from opie.nova import terminate
-from opie.nova import token
+from opie.nova import cas
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -190,7 +190,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
         if self.terminator.service_auth is not None:
             self.terminator.check_login()
         self.notice = notice.Notice(self.terminator)
-        self.tokens = token.Generations()
+        self.tokens = cas.Generations()
         self.instances = instance_cache.InstanceCache()
         self.ledger_traits = ledger.Traits()
         # Did the last warm-up fail? (Its failure is logged once.)
@@ -200,8 +200,9 @@ class OpieSchedulerManager(manager.SchedulerManager):
             self.settings, self.host_manager, self.placement_client,
             self.terminator, CONF.opie.reconcile_grace_period,
             CONF.opie.claimed_grace_period)
-        self.lease = lease.Lease(self.placement_client, CONF.host,
-                                 3 * CONF.opie.reconcile_interval)
+        self.leadership = leader.Leadership(
+            self.placement_client, CONF.host,
+            3 * CONF.opie.reconcile_interval)
 
     @property
     def placement_client(self):
@@ -229,8 +230,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
                   allocation_request_version=None, return_alternates=False):
         elevated = context.elevated()
         plan = plan_mod.Plan(
-            elevated, hoststate.request_of(spec_obj), self.settings,
-            load_instances=hoststate.InstanceLoader(
+            elevated, host_records.request_of(spec_obj), self.settings,
+            load_instances=host_records.InstanceLoader(
                 elevated, self.host_manager.cells, self.placement_client,
                 self.instances),
             operation=lambda: operations.operation(elevated, spec_obj),
@@ -258,7 +259,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
         metrics.placed(plan)
         if plan.preemptions:
             self.notice.preempt(plan.preemptions,
-                                notify.request_info(context, spec_obj))
+                                notifications.request_info(context, spec_obj))
         return selections
 
     def _get_all_host_states(self, context, spec_obj, provider_summaries):
@@ -268,9 +269,9 @@ class OpieSchedulerManager(manager.SchedulerManager):
         summaries = provider_summaries or {}
         for host_state in host_states:
             summary = summaries.get(host_state.uuid)
-            record = summary and hoststate.record_from_summary(
+            record = summary and host_records.record_from_summary(
                 host_state, summary)
-            plan.add(record or hoststate.record_from_host_state(host_state))
+            plan.add(record or host_records.record_from_host_state(host_state))
         return iter(host_states)
 
     def _get_sorted_hosts(self, spec_obj, host_states, index):
@@ -351,8 +352,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
         spacing=int(instance_cache.KEEP_WARM.total_seconds()))
     def _opie_warm_up(self, context):
         try:
-            hoststate.warm(nova_context.get_admin_context(),
-                           self.host_manager.cells, self.instances)
+            host_records.warm(nova_context.get_admin_context(),
+                              self.host_manager.cells, self.instances)
         except Exception:
             if not self.cold:
                 LOG.exception('OPIE: could not read the preemptible '
@@ -387,14 +388,14 @@ class OpieSchedulerManager(manager.SchedulerManager):
     def _opie_reconcile(self, context):
         held = False
         try:
-            held = self.lease.acquire(context)
+            held = self.leadership.acquire(context)
         finally:
             metrics.lease(held)
         if held:
-            renew = functools.partial(self.lease.acquire, context)
+            renew = functools.partial(self.leadership.acquire, context)
             self.reconciler.run(context, renew=renew)
             if self.settings.termination_mode == opie_conf.SHELVE:
-                snapshots.clean(self.terminator.service_context())
+                shelve_images.clean(self.terminator.service_context())
             self.reconciler.publish_rates(
                 context, CONF.opie.interruption_rates_interval, renew=renew)
 
@@ -422,8 +423,8 @@ class ClaimingClient:
         # Nova's client answers (None, None, None) when Placement failed.
         if found is None or found[0] is None or len(found[0]) <= limit:
             return found
-        found = hoststate.first_candidates(found, limit)
-        if (hoststate.any_fits(found[1], resources.merged_resources())
+        found = host_records.first_candidates(found, limit)
+        if (host_records.any_fits(found[1], resources.merged_resources())
                 or not self._maybe_free_elsewhere(context, resources,
                                                   found[1])):
             return found
@@ -446,8 +447,8 @@ class ClaimingClient:
         it. Some that fit, or a probe cut too (it asks for one more than
         the limit to tell): maybe. Its classes are asked in the order
         the cut answer's ``summaries`` make likeliest to end Placement's
-        search at the first (:class:`.hoststate.Probe`)."""
-        probe = hoststate.fit_probe(resources, summaries)
+        search at the first (:class:`.host_records.Probe`)."""
+        probe = host_records.fit_probe(resources, summaries)
         if probe is None:
             return True
         # One more than the limit again: an answer within it is whole.
@@ -456,8 +457,8 @@ class ClaimingClient:
         if found is None or found[0] is None:
             return True
         return (len(found[0]) > resources._limit
-                or hoststate.any_fits(found[1],
-                                      resources.merged_resources()))
+                or host_records.any_fits(found[1],
+                                         resources.merged_resources()))
 
     def claim_resources(self, context, consumer_uuid, alloc_request,
                         project_id, user_id, allocation_request_version,
@@ -478,7 +479,7 @@ class ClaimingClient:
         for attempt in range(claim.WRITE_ATTEMPTS):
             if attempt:
                 metrics.CLAIM_RETRIES.inc()
-            if record.generation is hoststate.UNKNOWN:
+            if record.generation is host_records.UNKNOWN:
                 self._read_host(plan, context, record)
             option = plan.option(record)
             if option is None:
@@ -541,8 +542,8 @@ class ClaimingClient:
         return dict(entry, consumer_generation=generation, **owner)
 
     def _read_host(self, plan, context, record):
-        generation, usages = hoststate.read_host(self._client, context,
-                                                 record.uuid)
+        generation, usages = host_records.read_host(self._client, context,
+                                                    record.uuid)
         self._tokens.learn(record.uuid, generation)
         plan.refresh(record, generation, usages)
 
@@ -555,8 +556,8 @@ class ClaimingClient:
         for victim in victims:
             claimed = None if victim.uuid in gone else claim.read_victim(
                 self._client, context, victim.uuid)
-            if claimed is None or not hoststate.holds(claimed, record,
-                                                      victim.resources):
+            if claimed is None or not host_records.holds(claimed, record,
+                                                         victim.resources):
                 plan.not_a_victim(record, victim.uuid)
                 return None
             claims.append(claimed)

@@ -66,7 +66,7 @@ too. The metrics, all prefixed ``opie_``:
     1 when ``opie-scheduler`` runs in safe mode (a Nova this OPIE was not
     built for: :mod:`.safe_mode`): nothing is preempted. Alert on it.
 ``opie_lease_holder`` (gauge)
-    1 on the worker that held the reconciler's lease (:mod:`.lease`) at
+    1 on the worker that held the reconciler's lease (:mod:`.leader`) at
     its last reconcile period, 0 elsewhere: the sum over all workers is 1
     when the reconciler runs.
 ``opie_last_reconcile_success_timestamp_seconds`` (gauge)

@@ -30,7 +30,7 @@ scheduler, before it answers the conductor:
    from Nova's metadata service (``meta`` in
    ``openstack/latest/meta_data.json``); the event
    :data:`EVENT` on its ``opie-preempt`` instance action; the versioned
-   notification ``opie.preempt.start`` (:mod:`.notify`);
+   notification ``opie.preempt.start`` (:mod:`.notifications`);
 3. **waits** until each victim's time comes, judges it again and **stops**
    it with a clean shutdown (Nova's stop: the ACPI power button, then a
    hard power-off after the compute's ``[DEFAULT] shutdown_timeout``). A
@@ -88,7 +88,7 @@ from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import flavor_check
 from opie.nova import metrics
-from opie.nova import notify
+from opie.nova import notifications
 from opie.nova import terminate
 
 LOG = logging.getLogger(__name__)
@@ -174,7 +174,7 @@ class Notice:
         context = nova_context.get_admin_context()
         told, at_once = [], []
         for preemption in preemptions:
-            owners = notify.owners(preemption.victims)
+            owners = notifications.owners(preemption.victims)
             for victim in preemption.victims:
                 given = victim.notice and self._tell(
                     context, preemption, victim, owners, request_info)

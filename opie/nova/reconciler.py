@@ -13,7 +13,7 @@
 """Repair what concurrent or interrupted scheduling left behind.
 
 Runs every ``[opie] reconcile_interval`` seconds in the one scheduler
-process that holds the reconciler's lease (:mod:`.lease`), which it renews
+process that holds the reconciler's lease (:mod:`.leader`), which it renews
 before each act and stops when it cannot; tests call
 :meth:`Reconciler.run` directly. Each pass fixes two things, terminating
 through the scheduler's own path (:mod:`.terminate`: the victim read again
@@ -85,7 +85,7 @@ from opie.core import resources as res
 from opie.core import victims as victims_mod
 from opie.nova import claim
 from opie.nova import give_back
-from opie.nova import hoststate
+from opie.nova import host_records
 from opie.nova import interruptions
 from opie.nova import ledger
 from opie.nova import lifetime
@@ -111,7 +111,7 @@ def _overdue(since, found, now, grace):
             if now - since.setdefault(key, now) >= grace]
 
 
-class LeaseLost(Exception):
+class LeadershipLost(Exception):
     """The lease holder could not renew its lease: another process holds
     it now."""
 
@@ -139,7 +139,7 @@ class Reconciler:
     def run(self, context, now=None, renew=lambda: True):
         """One pass; returns the Preemptions made. ``renew()`` is called
         before each act and must return True for the pass to go on: the
-        lease holder renews its lease there (:mod:`.lease`), so a pass that
+        lease holder renews its lease there (:mod:`.leader`), so a pass that
         outlives its lease stops before it acts."""
         now = now or timeutils.utcnow()
         # No uuids, no request spec: every compute node of enabled cells.
@@ -172,7 +172,7 @@ class Reconciler:
             self.ledgers.run(context, now, self.settings.budget_minutes,
                              renew)
             metrics.reconciled()
-        except LeaseLost:
+        except LeadershipLost:
             LOG.warning('OPIE: the reconciler lease was lost during a pass; '
                         'its holder goes on')
         except (claim.ClaimError, ledger.LedgerError) as exc:
@@ -203,14 +203,14 @@ class Reconciler:
     @staticmethod
     def _renew(renew):
         if not renew():
-            raise LeaseLost()
+            raise LeadershipLost()
 
     # claimed victims left running ----------------------------------------
     def _claimed(self, context, host_states, now):
         """Preemptibles that run on a node where they hold nothing, and
         are not moving, for the grace period: (record, instances) by
         host."""
-        records = [hoststate.record_from_host_state(host_state)
+        records = [host_records.record_from_host_state(host_state)
                    for host_state in host_states]
         # Every one: a victim an operator locked, or whose delete was
         # begun, after its room was given is still in that room's way.
@@ -219,8 +219,8 @@ class Reconciler:
         for record in records:
             if not record.preemptibles:
                 continue
-            held = hoststate.holders(self.placement_client, context,
-                                     record.uuid)
+            held = host_records.holders(self.placement_client, context,
+                                        record.uuid)
             for instance in record.preemptibles:
                 # Midway through a move the row names the source while the
                 # allocations sit on the destination: it moves.
@@ -256,8 +256,8 @@ class Reconciler:
         nothing) their room back where the host still has it: taken for a
         request that then failed, say, when Placement could not take them
         back. Those whose room is gone."""
-        placed = hoststate.record_from_placement(self.placement_client,
-                                                 context, record)
+        placed = host_records.record_from_placement(self.placement_client,
+                                                    context, record)
         by_uuid = {i.uuid: i for i in instances}
         claims = self._loader(context).emptied_claims(placed, by_uuid)
         lost = give_back.on_host(self.placement_client, context, placed,
@@ -270,7 +270,7 @@ class Reconciler:
     # h_f overcommit ------------------------------------------------------
     def _overcommitted(self, context, host_states, now, renew):
         """Each repair as it is made (renewing before each)."""
-        records = [hoststate.record_from_placement(
+        records = [host_records.record_from_placement(
             self.placement_client, context, host_state, token=False)
             for host_state in host_states]
         metrics.host_classes(host_states, records)
@@ -290,7 +290,7 @@ class Reconciler:
     def _repair(self, context, record, now):
         # The usage a write decides on is the one of the generation it
         # carries.
-        record.generation, usages = hoststate.read_host(
+        record.generation, usages = host_records.read_host(
             self.placement_client, context, record.uuid)
         record.apply_usage(usages)
         host = record.core_host()
@@ -306,7 +306,7 @@ class Reconciler:
             return None
         claims = [claim.read_victim(self.placement_client, context, v.uuid)
                   for v in selection.victims]
-        if not all(c is not None and hoststate.holds(c, record, v.resources)
+        if not all(c is not None and host_records.holds(c, record, v.resources)
                    for c, v in zip(claims, selection.victims)):
             return None
         # One compare-and-swap on the host, at the token generation read
@@ -329,8 +329,8 @@ class Reconciler:
 
     # helpers -------------------------------------------------------------
     def _loader(self, context):
-        return hoststate.InstanceLoader(context, self.host_manager.cells,
-                                        self.placement_client)
+        return host_records.InstanceLoader(context, self.host_manager.cells,
+                                           self.placement_client)
 
     def _why_left(self):
         return ('reconciler: claimed by a scheduler that never terminated '

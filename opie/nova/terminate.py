@@ -57,7 +57,7 @@ terminates in its own periodic task. For every victim:
 
 Then one versioned notification ``opie.preempt.error`` per victim that
 could not be terminated and one ``opie.preempt.end`` per host are sent
-(:mod:`.notify`: naming each victim's project, and why one failed), and
+(:mod:`.notifications`: naming each victim's project, and why one failed), and
 the metrics count them (:mod:`.metrics`).
 
 A victim that cannot be terminated is logged and skipped: its room is
@@ -86,9 +86,9 @@ from opie.core import preemptible
 from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import history
-from opie.nova import hoststate
+from opie.nova import host_records
 from opie.nova import metrics
-from opie.nova import notify
+from opie.nova import notifications
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -121,7 +121,7 @@ class Terminator:
         # (group, keystone auth plugin) of the service user, or None.
         self.service_auth = service_auth
         self.compute_api = compute_api.API()
-        self.notifier = notify.Notifier()
+        self.notifier = notifications.Notifier()
 
     def terminate_later(self, preemptions, request_info):
         """:meth:`terminate` in the background; returns its future."""
@@ -138,7 +138,7 @@ class Terminator:
         each with the victims terminated, none where none was."""
         told = []
         for preemption in preemptions:
-            owners = notify.owners(preemption.victims)
+            owners = notifications.owners(preemption.victims)
             details = explained(preemption, owners, request_info)
             outcomes = {victim: self._terminate(
                 victim.uuid, preemption, request_info.get('reason') == LEFT,
@@ -375,9 +375,9 @@ def record_event(cell_mapping, uuid, host, event, details):
 def explained(preemption, owners, request_info):
     """The explanation of ``preemption`` kept with each of its victims:
     the scheduler's (:mod:`opie.core.explain`) with the request
-    (``request_info``, from :func:`.notify.request_info`, or ``{'reason':
-    ...}`` for none) and the victims' ``owners`` (:func:`.notify.owners`),
-    as JSON; None without one."""
+    (``request_info``, from :func:`.notifications.request_info`, or
+    ``{'reason': ...}`` for none) and the victims' ``owners``
+    (:func:`.notifications.owners`), as JSON; None without one."""
     if preemption.explanation is None:
         return None
     request = None if 'reason' in request_info else request_info
@@ -408,7 +408,7 @@ def judged(context, instance, preemption, left=False):
     Placement holds for it and its host now."""
     placement = report.report_client_singleton()
     return spared(instance, claim.held(placement, context, instance.uuid),
-                  preemption, lambda: hoststate.over_capacity(
+                  preemption, lambda: host_records.over_capacity(
                       placement, context, preemption.provider_uuid), left)
 
 
@@ -433,7 +433,7 @@ def spared(instance, held, preemption, over_capacity, left=False):
     protects a preemptible from being chosen; one set after its room was
     given does not take the room back.
     """
-    if not hoststate.is_preemptible(instance.flavor):
+    if not host_records.is_preemptible(instance.flavor):
         return 'it is no longer preemptible (a resize reverted or confirmed)'
     if instance.vm_state in preemptible.LEAVING_VM_STATES or (
             instance.task_state in preemptible.LEAVING_TASK_STATES

@@ -38,7 +38,7 @@ from nova import context as nova_context
 from nova.db.api import api as api_db
 from placement import db_api as placement_db
 
-from opie.nova import hoststate
+from opie.nova import host_records
 from opie.nova import instance_cache
 from opie.testing import cloud
 
@@ -50,12 +50,12 @@ def full_reads_of_host_a(test):
     host-A it made. The first may read host-A in full; later ones catch
     up from the cache."""
     reads = []
-    real = hoststate.InstanceLoader._read
+    real = host_records.InstanceLoader._read
 
     def spy(loader, cell_uuid, hosts=None, since=None):
         reads.append(tuple(hosts or ()))
         return real(loader, cell_uuid, hosts=hosts, since=since)
-    test.stub_out('opie.nova.hoststate.InstanceLoader._read', spy)
+    test.stub_out('opie.nova.host_records.InstanceLoader._read', spy)
     per_request = []
     for i in range(3):
         del reads[:]
@@ -172,7 +172,7 @@ class WarmStart(cloud.OpieCloud):
         ctxt = nova_context.get_admin_context()
         for host in ('host-A', 'host-B'):
             uuid = self._get_provider_uuid_by_host(host)
-            self.worker.tokens.learn(uuid, hoststate.read_host(
+            self.worker.tokens.learn(uuid, host_records.read_host(
                 self.worker.placement_client, ctxt, uuid)[0])
         self.worker.pre_start_hook(None)
         full_reads = self.boots(4)
@@ -265,7 +265,7 @@ class WarmStart(cloud.OpieCloud):
     def spy_full_reads(self, failures=()):
         """Hosts of each full read the worker makes, from now; the first
         ``failures`` raised instead of reading."""
-        real = hoststate.InstanceLoader._read
+        real = host_records.InstanceLoader._read
         failures = list(failures)
         full_reads = []
 
@@ -275,7 +275,7 @@ class WarmStart(cloud.OpieCloud):
                 if failures:
                     raise failures.pop()
             return real(loader, cell_uuid, hosts, since)
-        self.stub_out('opie.nova.hoststate.InstanceLoader._read', read)
+        self.stub_out('opie.nova.host_records.InstanceLoader._read', read)
         return full_reads
 
     def test_a_database_down_during_warm_up_leaves_the_worker_serving(self):

@@ -33,7 +33,7 @@ from nova import context as nova_context
 
 from opie.nova import claim
 from opie.nova import metrics
-from opie.nova import notify
+from opie.nova import notifications
 from opie.testing import cloud
 from tests.functional import test_preemption
 
@@ -74,7 +74,7 @@ class Metrics(cloud.OpieCloud):
         self.wait_for_terminations()
 
         [notification] = self.preempt_notifications()
-        self.assertEqual(notify.END, notification['event_type'])
+        self.assertEqual(notifications.END, notification['event_type'])
         self.assertEqual('INFO', notification['priority'])
         payload = notification['payload']
         [create] = [a for a in self.api.get_instance_actions(server['id'])
@@ -249,7 +249,7 @@ class Metrics(cloud.OpieCloud):
 
         def fail(*args, **kwargs):
             raise claim.ClaimError('Placement: 503')
-        self.stub_out('opie.nova.hoststate.read_usages', fail)
+        self.stub_out('opie.nova.host_records.read_usages', fail)
         self.manager._opie_reconcile(context)
 
         self.assertEqual(1, value('opie_lease_holder'))

@@ -21,7 +21,7 @@ from nova import context as nova_context
 
 from opie.nova import claim
 from opie.nova import give_back
-from opie.nova import notify
+from opie.nova import notifications
 from opie.testing import cloud
 
 CONF = nova.conf.CONF
@@ -62,12 +62,12 @@ class MultiCreate(cloud.OpieCloud):
         self.assertEqual(1, self.select_destinations.call_count)
         self.assertEqual(['big-1', 'big-2', 'normal-A', 'normal-B'],
                          self.live_names())
-        notifications = self.preempt_notifications()
-        victims = [v['uuid'] for n in notifications
+        sent = self.preempt_notifications()
+        victims = [v['uuid'] for n in sent
                    for v in n['payload']['victims']]
         self.assertEqual(4, len(set(victims)))
         self.assertEqual(['host-A', 'host-B'],
-                         sorted(n['payload']['host'] for n in notifications))
+                         sorted(n['payload']['host'] for n in sent))
         self.assert_within_capacity()
 
     def test_no_notification_holds_up_a_termination(self):
@@ -89,7 +89,8 @@ class MultiCreate(cloud.OpieCloud):
         self.wait_for_terminations()
 
         self.assertEqual(['terminated'] * 4 + ['notified'] * 2, events)
-        self.assertEqual(notify.RETRY, terminator.notifier.notifier.retry)
+        self.assertEqual(notifications.RETRY,
+                         terminator.notifier.notifier.retry)
 
     def test_request_that_cannot_be_fully_placed_terminates_nothing(self):
         servers = self.create(3, 'ERROR')

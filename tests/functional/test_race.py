@@ -24,7 +24,7 @@ room.
 import fixtures
 
 from opie.nova import claim
-from opie.nova import token
+from opie.nova import cas
 from opie.testing import cloud
 from tests.functional import test_preemption
 
@@ -126,7 +126,7 @@ class Race(cloud.OpieCloud):
                               after=after)
         # A host read as its token and then its usage: two reads, the
         # usage newer than the generation.
-        tokens = {token.consumer(self._get_provider_uuid_by_host(host))
+        tokens = {cas.consumer(self._get_provider_uuid_by_host(host))
                   for host in ('host-A', 'host-B')}
         apart = []
         read_consumer = claim.read_consumer
@@ -137,7 +137,7 @@ class Race(cloud.OpieCloud):
             return read_consumer(client, context, uuid)
         self.stub_out('opie.nova.claim.read_consumer', spied)
         self.useFixture(fixtures.MockPatch(
-            'opie.nova.hoststate.read_usages',
+            'opie.nova.host_records.read_usages',
             side_effect=lambda *args: apart.append('usages')))
         calls = []
         self.count_placement_calls(calls)

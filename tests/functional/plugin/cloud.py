@@ -31,7 +31,7 @@ from opie.core import flavor_spec
 from opie.core import resources as res
 from opie.nova import conf as opie_conf
 from opie.nova import filters
-from opie.nova import hoststate
+from opie.nova import host_records
 from opie.nova import operations
 from opie.nova import plan as plan_mod
 from opie.nova.weights import overcommit
@@ -87,7 +87,7 @@ class Cloud:
 
     def record(self, name):
         """The HostRecord a provider summary gives the manager."""
-        return hoststate.HostRecord(
+        return host_records.HostRecord(
             uuid=name, host=name, nodename=name, cell_uuid='cell1',
             capacity=CAPACITY, normal_used=self.normal[name],
             preemptible_used=res.total(i.resources
@@ -122,7 +122,7 @@ class Cloud:
         """The plan the manager opens for ``request_spec``, every host
         added; the operation asked of Nova is ``operation``."""
         plan = plan_mod.Plan(
-            None, hoststate.request_of(request_spec),
+            None, host_records.request_of(request_spec),
             opie_conf.load_settings(nova.conf.CONF), self,
             operation=lambda: self.asked.append(operation) or operation,
             now=helpers.NOW)
