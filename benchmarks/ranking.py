@@ -43,10 +43,10 @@ from nova.scheduler import manager as nova_manager  # noqa: E402
 
 from opie.core import scheduling  # noqa: E402
 from opie.core import victims  # noqa: E402
-from opie.nova import host_records  # noqa: E402
-from opie.nova import instance_cache  # noqa: E402
 from opie.nova import manager as opie_manager  # noqa: E402
-from opie.nova import plan as plan_mod  # noqa: E402
+from opie.nova.request import host_records  # noqa: E402
+from opie.nova.request import instance_cache  # noqa: E402
+from opie.nova.request import plan as plan_mod  # noqa: E402
 from opie.testing import cloud  # noqa: E402
 import scale  # noqa: E402 (benchmarks/, beside this file)
 

@@ -65,9 +65,9 @@ from nova.scheduler import weights  # noqa: E402
 from opie.core import host as core_host  # noqa: E402
 from opie.core import resources as res  # noqa: E402
 from opie.core import scheduling  # noqa: E402
-from opie.nova import host_records  # noqa: E402
-from opie.nova import operations  # noqa: E402
-from opie.nova import plan as plan_mod  # noqa: E402
+from opie.nova.request import host_records  # noqa: E402
+from opie.nova.request import operations  # noqa: E402
+from opie.nova.request import plan as plan_mod  # noqa: E402
 from opie.testing import cloud  # noqa: E402
 from opie.testing import harness  # noqa: E402
 

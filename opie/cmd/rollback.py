@@ -14,13 +14,13 @@
 
 What OPIE puts into Placement outlives OPIE: each compute node's host
 token (a consumer of project ``opie-host-token`` holding the node's one
-unit of ``CUSTOM_OPIE_HOST``, :mod:`opie.nova.cas`), the reconciler's
+unit of ``CUSTOM_OPIE_HOST``, :mod:`opie.nova.request.cas`), the reconciler's
 lease (a consumer of ``CUSTOM_OPIE_LEASE`` on the provider
-``opie-coordination``, :mod:`opie.nova.leader`), the ``CUSTOM_PREEMPTIBLE_*``
-and ``CUSTOM_OPIE_HOST`` inventories of the provider configs, and those
-custom resource classes. A nova-compute restarted without its provider
-config while its token, or a preemptible server, still uses them does not
-start: its resource tracker cannot remove inventory in use (issue 24).
+``opie-coordination``, :mod:`opie.nova.periodic.leader`), the
+``CUSTOM_PREEMPTIBLE_*`` and ``CUSTOM_OPIE_HOST`` inventories of the provider
+configs, and those custom resource classes. A nova-compute restarted without
+its provider config while its token, or a preemptible server, still uses them
+does not start: its resource tracker cannot remove inventory in use (issue 24).
 So, in this order::
 
     opie-manage rollback --os-cloud admin --config-file /etc/nova/nova.conf \\
@@ -38,8 +38,9 @@ So, in this order::
    OPIE's filter stays in the schedulers' nova.conf: ``keep`` with
    ``--config-file`` is refused).
 3. It removes the host tokens, the lease, the coordination provider, the
-   preemption budgets' ledgers with their charges (:mod:`opie.nova.ledger`),
-   the OPIE inventories nobody uses, and the resource classes nobody has.
+   preemption budgets' ledgers with their charges
+   (:mod:`opie.nova.request.ledger`), the OPIE inventories nobody uses, and the
+   resource classes nobody has.
 4. With ``--config-file``, it removes OPIE's settings from that scheduler
    nova.conf, as ``opie-manage nova-conf scheduler --remove`` does, once
    no preemptible server is left (safe mode needs OPIE's filter).
@@ -67,10 +68,10 @@ from opie.cmd import nova_conf
 from opie.cmd import nova_conf_command
 from opie.cmd import options
 from opie.core import preemptible
-from opie.nova import heartbeat
-from opie.nova import leader
-from opie.nova import ledger
-from opie.nova import cas
+from opie.nova.periodic import heartbeat
+from opie.nova.periodic import leader
+from opie.nova.request import cas
+from opie.nova.request import ledger
 
 EXIT_LEFT = 1
 DELETE, SHELVE, KEEP = 'delete', 'shelve', 'keep'
@@ -407,7 +408,7 @@ def _remove_lease(conn, report):
 
 
 def _remove_ledgers(conn, report):
-    """The preemption budgets' ledgers (:mod:`opie.nova.ledger`): their
+    """The preemption budgets' ledgers (:mod:`opie.nova.request.ledger`): their
     charges, then the providers, then their traits."""
     traits = (conn.placement_get(ledger.TRAITS_URL) or {}).get('traits', [])
     found = {}

@@ -16,8 +16,8 @@ Every preemption is kept with its explanation (issue 27): what was asked,
 the host chosen and why, each victim with its cost, the next best hosts
 and why each lost, and how many hosts refused the request for each reason.
 This module builds it from the core's own terms, without Nova: the
-scheduler (:mod:`opie.nova.plan`) calls :func:`decision` at the moment it
-claims the victims, with the decision as made then; the reconciler, which
+scheduler (:mod:`opie.nova.request.plan`) calls :func:`decision` at the moment
+it claims the victims, with the decision as made then; the reconciler, which
 preempts for no request, calls :func:`repair`. The terminator completes
 the record with the request and the victims' owners (:func:`completed`)
 and stores it on each victim's ``opie-preempt`` instance action;

@@ -42,7 +42,7 @@ flavor show``:
 * ``opie:notice``: seconds, a whole number from 0 to :data:`MAX_NOTICE`
   (default ``[opie] preemption_notice``). A victim is told this long
   before it is stopped (a clean shutdown), and the server that displaces
-  it starts only once it has stopped (:mod:`opie.nova.notice`). 0: no
+  it starts only once it has stopped (:mod:`opie.nova.request.notice`). 0: no
   notice, the victim is terminated at once.
 
 A bad value (not a whole number, out of range) must not stop the

@@ -35,8 +35,8 @@ Enable it with::
 """
 from nova.scheduler import filters
 
-from opie.nova import host_records
-from opie.nova import plan as plan_mod
+from opie.nova.request import host_records
+from opie.nova.request import plan as plan_mod
 
 
 class PreemptibleFilter(filters.BaseHostFilter):

@@ -111,23 +111,23 @@ from nova.scheduler.client import report
 from nova.scheduler import manager
 
 from opie.core import explain
-from opie.nova import claim
 from opie.nova import conf as opie_conf
-from opie.nova import give_back
-from opie.nova import heartbeat
-from opie.nova import host_records
-from opie.nova import instance_cache
-from opie.nova import leader
-from opie.nova import ledger
 from opie.nova import metrics
-from opie.nova import notice
 from opie.nova import notifications
-from opie.nova import operations
-from opie.nova import plan as plan_mod
-from opie.nova import reconciler
-from opie.nova import shelve_images
-from opie.nova import terminate
-from opie.nova import cas
+from opie.nova.periodic import heartbeat
+from opie.nova.periodic import leader
+from opie.nova.periodic import reconciler
+from opie.nova.periodic import shelve_images
+from opie.nova.request import cas
+from opie.nova.request import claim
+from opie.nova.request import give_back
+from opie.nova.request import host_records
+from opie.nova.request import instance_cache
+from opie.nova.request import ledger
+from opie.nova.request import notice
+from opie.nova.request import operations
+from opie.nova.request import plan as plan_mod
+from opie.nova.request import terminate
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF

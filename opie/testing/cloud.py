@@ -59,12 +59,12 @@ from placement.handlers import allocation as placement_allocation
 
 from opie.core import flavor_spec
 from opie.core import preemptible
-from opie.nova import claim
-from opie.nova import host_records
 from opie.nova import manager as opie_manager
 from opie.nova import notifications
-from opie.nova import terminate
-from opie.nova import cas
+from opie.nova.request import cas
+from opie.nova.request import claim
+from opie.nova.request import host_records
+from opie.nova.request import terminate
 from opie.testing import harness
 
 
@@ -139,7 +139,7 @@ class OpieCloud(harness.OpieHarness):
             if pending:
                 pending.pop()()
             return real(*args, **kwargs)
-        self.stub_out('opie.nova.claim.write', write)
+        self.stub_out('opie.nova.request.claim.write', write)
 
     def inside_write(self, competitor, names):
         """Run ``competitor()`` once inside Placement, in the first
@@ -159,8 +159,8 @@ class OpieCloud(harness.OpieHarness):
     def inside_host_read(self, competitor, after=False):
         """Run ``competitor()`` once inside Placement, in the first read of
         a compute node's allocations a scheduler worker makes to decide on
-        it (:func:`opie.nova.host_records.read_host`; the computes' own reads
-        are left alone): before the query runs, or once it ran and before
+        it (:func:`opie.nova.request.host_records.read_host`; the computes' own
+        reads are left alone): before the query runs, or once it ran and before
         the answer goes back if ``after``."""
         pending = [competitor]
         # Thread -> reads of a host for a worker under way in it (nested:
@@ -185,7 +185,7 @@ class OpieCloud(harness.OpieHarness):
             if pending and ours:
                 pending.pop()()
             return found
-        self.stub_out('opie.nova.host_records.read_host', worker_read)
+        self.stub_out('opie.nova.request.host_records.read_host', worker_read)
         self.stub_out('placement.objects.allocation.'
                       'get_all_by_resource_provider',
                       get_all_by_resource_provider)
@@ -211,7 +211,7 @@ class OpieCloud(harness.OpieHarness):
             if pending:
                 pending.pop()()
             return why
-        self.stub_out('opie.nova.terminate.spared', spared)
+        self.stub_out('opie.nova.request.terminate.spared', spared)
         return pending
 
     def claim_without_terminating(self, name, host):

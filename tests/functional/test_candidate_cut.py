@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""OPIE's cut of the candidates (:func:`opie.nova.host_records.
+"""OPIE's cut of the candidates (:func:`opie.nova.request.host_records.
 first_candidates`) against a real in-process Placement: what Placement
 answers with ``limit`` + 1, cut by OPIE to ``limit``, is what Placement
 answers with ``limit`` itself, for every limit from 1 to one past the
@@ -28,7 +28,7 @@ from oslo_utils.fixture import uuidsentinel
 from placement.tests.functional.fixtures import placement as placement_fx
 import requests as http
 
-from opie.nova import host_records
+from opie.nova.request import host_records
 
 VERSION = '1.36'
 HEADERS = {'x-auth-token': 'admin', 'OpenStack-API-Version':

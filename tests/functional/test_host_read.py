@@ -18,9 +18,9 @@ import types
 import pytest
 
 from opie.core import preemptible
-from opie.nova import claim
-from opie.nova import host_records
-from opie.nova import cas
+from opie.nova.request import cas
+from opie.nova.request import claim
+from opie.nova.request import host_records
 
 NODE = 'a1b2c3d4-0000-4000-8000-000000000001'
 

@@ -31,8 +31,8 @@ from nova import context as nova_context
 from nova.db.main import api as db_api
 from nova import objects
 
-from opie.nova import host_records
-from opie.nova import instance_cache
+from opie.nova.request import host_records
+from opie.nova.request import instance_cache
 from opie.testing import cloud
 
 from tests.functional import test_preemption
@@ -225,7 +225,8 @@ class FirstRead(cloud.OpieCloud):
             if hosts is not None and failures:
                 raise failures.pop()
             return real(loader, cell_uuid, hosts, since)
-        self.stub_out('opie.nova.host_records.InstanceLoader._read', read)
+        self.stub_out(
+            'opie.nova.request.host_records.InstanceLoader._read', read)
         # A scheduler just started: nothing kept yet.
         self.scheduler.manager.instances = instance_cache.InstanceCache()
         self.boot('medium', 'during', expected_state='ERROR')

@@ -29,8 +29,8 @@ from nova import objects
 from oslo_utils import timeutils
 
 from opie.core import contract
-from opie.nova import notice
 from opie.nova import notifications
+from opie.nova.request import notice
 from opie.testing import cloud
 from opie.testing import harness
 from tests.functional import test_notice

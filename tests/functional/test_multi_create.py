@@ -19,9 +19,9 @@ from oslo_utils import timeutils
 import nova.conf
 from nova import context as nova_context
 
-from opie.nova import claim
-from opie.nova import give_back
 from opie.nova import notifications
+from opie.nova.request import claim
+from opie.nova.request import give_back
 from opie.testing import cloud
 
 CONF = nova.conf.CONF
@@ -114,7 +114,7 @@ class MultiCreate(cloud.OpieCloud):
             if pending:
                 pending.pop()()
             return real(*args)
-        self.stub_out('opie.nova.give_back.on_host', on_host)
+        self.stub_out('opie.nova.request.give_back.on_host', on_host)
 
     def test_victims_placement_could_not_take_back_get_it_later(self):
         # Placement fails while the failed request gives its victims back:
@@ -123,14 +123,14 @@ class MultiCreate(cloud.OpieCloud):
             raise claim.ClaimError('POST /allocations: 503 Service '
                                    'Unavailable')
         real = give_back.on_host
-        self.stub_out('opie.nova.give_back.on_host',
+        self.stub_out('opie.nova.request.give_back.on_host',
                       lambda *args: placement_down())
 
         servers = self.create(3, 'ERROR')
         self.assertIn('No valid host', servers[0]['fault']['message'])
         self.assertNotEqual(self.usages,
                             {host: self.usage(host) for host in self.HOSTS})
-        self.stub_out('opie.nova.give_back.on_host', real)
+        self.stub_out('opie.nova.request.give_back.on_host', real)
 
         # Placement is back: the reconciler gives them their room back
         # rather than terminating them as victims left running.

@@ -27,8 +27,8 @@ from oslo_utils import timeutils
 
 from opie.core import contract
 from opie.nova import metrics
-from opie.nova import notice
 from opie.nova import notifications
+from opie.nova.request import notice
 from opie.testing import cloud
 from opie.testing import harness
 from opie.testing import notification_samples

@@ -24,8 +24,8 @@ from nova import objects
 from oslo_utils import timeutils
 
 from opie.core import contract
-from opie.nova import notice
 from opie.nova import notifications
+from opie.nova.request import notice
 from tests.functional import test_notice
 
 CONF = nova.conf.CONF

@@ -26,7 +26,7 @@ import nova.conf
 from nova import context as nova_context
 from nova import objects
 
-from opie.nova import leader
+from opie.nova.periodic import leader
 from opie.testing import cloud
 from tests.functional import test_preemption
 
@@ -46,7 +46,7 @@ class Reconciler(cloud.OpieCloud):
     def overcommit(self, host):
         """A normal server placed by a write without the host token (as
         Nova's own report client writes): ``host`` is over capacity."""
-        self.stub_out('opie.nova.plan.Plan.record_of',
+        self.stub_out('opie.nova.request.plan.Plan.record_of',
                       lambda plan, allocations: None)
         self.boot('medium', 'normal', host=host)
 

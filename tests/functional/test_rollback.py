@@ -30,8 +30,8 @@ import nova.conf
 
 from opie.cmd import rollback
 from opie.core import preemptible
-from opie.nova import leader
-from opie.nova import cas
+from opie.nova.periodic import leader
+from opie.nova.request import cas
 from tests.functional import test_audit
 
 CONF = nova.conf.CONF

@@ -15,8 +15,8 @@
 from nova import exception
 from nova import utils
 
-from opie.nova import shelve_images
-from opie.nova import terminate
+from opie.nova.periodic import shelve_images
+from opie.nova.request import terminate
 from opie.testing import cloud
 from opie.testing import harness
 

@@ -12,13 +12,13 @@
 
 """A victim's row, read again before the write, has the last word.
 
-:func:`opie.nova.host_records._rows` asks the cell database for the victims'
-rows with Nova's ``deleted: False`` filter (a deleted row: its ``deleted``
-column is not 0; a soft-deleted one: its VM state), sorted so that SQLite
-finds them through the index of uuids. Nova's filter in Nova's order is
+:func:`opie.nova.request.host_records._rows` asks the cell database for the
+victims' rows with Nova's ``deleted: False`` filter (a deleted row: its
+``deleted`` column is not 0; a soft-deleted one: its VM state), sorted so that
+SQLite finds them through the index of uuids. Nova's filter in Nova's order is
 the oracle: for random row states, both give the same rows, and
-:meth:`~opie.nova.host_records.InstanceLoader.not_victims` the same answer,
-which is what the guarantee, written out on its own, gives; a row whose
+:meth:`~opie.nova.request.host_records.InstanceLoader.not_victims` the same
+answer, which is what the guarantee, written out on its own, gives; a row whose
 ``deleted`` column Nova would not write (NULL, or neither 0 nor the row's
 id) is left out as Nova leaves it; and the rows are found through an
 index on their uuids, not by walking every row not deleted.
@@ -38,7 +38,7 @@ from nova import context as nova_context
 from nova.db.main import api as db_api
 from nova import objects
 
-from opie.nova import host_records
+from opie.nova.request import host_records
 from opie.testing import cloud
 
 from tests.functional import test_preemption
@@ -153,8 +153,8 @@ class VictimRows(cloud.OpieCloud):
                                   if may_be_taken(i, host)},
                     refused, 'step %d on %s' % (step, host))
                 victims.update(set(uuids) - refused)
-                with fixtures.MonkeyPatch('opie.nova.host_records._rows',
-                                          nova_rows):
+                with fixtures.MonkeyPatch(
+                        'opie.nova.request.host_records._rows', nova_rows):
                     self.assertEqual(
                         loader.not_victims(record, uuids, now), refused,
                         'step %d on %s' % (step, host))
@@ -247,8 +247,9 @@ class OwnerBetweenReadAndWrite(cloud.OpieCloud):
             if pending and self.b3['id'] in uuids:
                 pending.pop()()
             return real(loader, record, uuids, now)
-        self.stub_out('opie.nova.host_records.InstanceLoader.not_victims',
-                      not_victims)
+        self.stub_out(
+            'opie.nova.request.host_records.InstanceLoader.not_victims',
+            not_victims)
         return pending
 
     def assert_not_taken(self, count):
@@ -324,8 +325,9 @@ class SecondWorkerBetweenReadAndWrite(cloud.OpieCloud):
                 with self.served_by(self.other):
                     self.boot('medium', 'second')
             return real(loader, *args, **kwargs)
-        self.stub_out('opie.nova.host_records.InstanceLoader.not_victims',
-                      not_victims)
+        self.stub_out(
+            'opie.nova.request.host_records.InstanceLoader.not_victims',
+            not_victims)
 
         self.boot('medium', 'first')
         self.wait_for_terminations()

@@ -48,7 +48,7 @@ import pytest
 from opie.lab import faults
 from opie.lab import process
 from opie.lab import servers as lab_servers
-from opie.nova import leader
+from opie.nova.periodic import leader
 from opie.testing import lab
 
 pytestmark = pytest.mark.usefixtures('faulty_schedulers')

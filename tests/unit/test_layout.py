@@ -39,8 +39,8 @@ HADS map builder reaches no backend even through it.
 
 ``tox -e py3`` runs ``tests/unit`` in a venv without Nova, so no unit test
 module may import Nova, neither itself nor through an OPIE module that
-imports Nova as it is imported (``opie.nova.host_records``, say); tests that
-need Nova are functional tests (``tests/functional/plugin`` for the fast
+imports Nova as it is imported (``opie.nova.request.host_records``, say); tests
+that need Nova are functional tests (``tests/functional/plugin`` for the fast
 ones).
 
 In the tenant client, the map builder (``opie.bot.job_map``) reaches no
@@ -274,7 +274,7 @@ def test_the_client_check_sees_each_broken_rule(tmp_path, monkeypatch):
 
 
 def test_no_unit_test_imports_nova():
-    assert 'opie.nova.host_records' in _importing_nova()
+    assert 'opie.nova.request.host_records' in _importing_nova()
     assert _unit_tests_importing_nova() == []
 
 

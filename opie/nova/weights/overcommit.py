@@ -24,8 +24,8 @@ import nova.conf
 from nova.scheduler import utils
 from nova.scheduler import weights
 
-from opie.nova import host_records
-from opie.nova import plan as plan_mod
+from opie.nova.request import host_records
+from opie.nova.request import plan as plan_mod
 
 CONF = nova.conf.CONF
 

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Attacks on the candidate cut (:func:`opie.nova.host_records.
+"""Attacks on the candidate cut (:func:`opie.nova.request.host_records.
 first_candidates`, :meth:`opie.nova.manager.ClaimingClient.
 get_allocation_candidates`) by random Placement answers, checked against
 a model of Placement's own cut (``RequestWideSearchContext.limit_results``):
@@ -35,8 +35,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from opie.core import preemptible
-from opie.nova import host_records
 from opie.nova import manager
+from opie.nova.request import host_records
 
 VERSION = '1.36'
 

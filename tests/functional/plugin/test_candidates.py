@@ -21,8 +21,8 @@ from nova import objects
 from nova.scheduler import utils as scheduler_utils
 
 from opie.core import preemptible
-from opie.nova import host_records
 from opie.nova import manager
+from opie.nova.request import host_records
 
 
 def _client(answer):
@@ -112,7 +112,8 @@ def test_a_probe_within_the_limit_proves_no_host_free():
     resources.merged_resources.return_value = {'VCPU': 1}
     probe = mock.Mock(_limit=2)
 
-    with mock.patch('opie.nova.host_records.fit_probe', return_value=probe):
+    with mock.patch('opie.nova.request.host_records.fit_probe',
+                    return_value=probe):
         found = client.get_allocation_candidates('context', resources)
 
     # The probe's two hosts, as many as the limit, are all there is: none

@@ -20,7 +20,7 @@ import pytest
 from opie.core import contract
 from opie.core import flavor_spec
 from opie.nova import flavor_check
-from opie.nova import host_records
+from opie.nova.request import host_records
 
 SIZE = dict(vcpus=2, memory_mb=4000, root_gb=40, ephemeral_gb=0, swap=0)
 OVERRIDES = flavor_spec.preemptible_specs(

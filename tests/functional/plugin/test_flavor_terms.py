@@ -20,7 +20,7 @@ import pytest
 
 from opie.core import flavor_spec
 from opie.nova import flavor_check
-from opie.nova import host_records
+from opie.nova.request import host_records
 
 LAUNCHED = datetime.datetime(2026, 1, 1, 10, 0)
 OVERRIDES = flavor_spec.preemptible_specs(

@@ -11,14 +11,14 @@
 # under the License.
 
 """What a node's preemptible instances take, counted once per node by
-:meth:`opie.nova.host_records.InstanceLoader.load`, follows a node read
+:meth:`opie.nova.request.host_records.InstanceLoader.load`, follows a node read
 again because Placement counts an instance the cache never saw: the
 claimed victims the read brings back are dropped (asked of Placement),
 not offered again."""
 from unittest import mock
 
 from opie.core import resources as res
-from opie.nova import host_records
+from opie.nova.request import host_records
 from tests.unit.core import helpers
 
 CELL = 'cell'

@@ -11,8 +11,8 @@
 # under the License.
 
 """Which preemptibles are victims, as the scheduler reads them from Nova's
-instances (:func:`opie.nova.host_records.core_instance`): whatever its owner
-does (lock, rescue, stop, suspend, pause), a preemptible stays a victim;
+instances (:func:`opie.nova.request.host_records.core_instance`): whatever its
+owner does (lock, rescue, stop, suspend, pause), a preemptible stays a victim;
 only an operator's lock protects it.
 
 Reading the lock from the cell databases, on a first read and past the
@@ -25,7 +25,7 @@ import types
 
 import pytest
 
-from opie.nova import host_records
+from opie.nova.request import host_records
 from tests.functional.plugin.cloud import spec
 from tests.unit.core import helpers
 

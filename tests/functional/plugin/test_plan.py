@@ -20,8 +20,8 @@ here; its compare-and-swap against Placement is the slow tests' subject.
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
-from opie.nova import host_records
-from opie.nova import plan as plan_mod
+from opie.nova.request import host_records
+from opie.nova.request import plan as plan_mod
 from tests.functional.plugin import cloud as cloud_mod
 from tests.functional.plugin.cloud import spec
 from tests.functional.plugin.cloud import victim

@@ -27,9 +27,9 @@ from opie.cmd import cloud
 from tests.unit.cmd import helpers
 from opie.cmd import rollback
 from opie.core import preemptible
-from opie.nova import leader
-from opie.nova import ledger
-from opie.nova import cas
+from opie.nova.periodic import leader
+from opie.nova.request import cas
+from opie.nova.request import ledger
 
 OPIE_INVENTORY = {name: {'total': 8}
                   for name in preemptible.PROVIDER_CONFIG_CLASSES}

@@ -86,7 +86,7 @@ import uuid
 from oslo_log import log as logging
 
 from opie.core import host as core_host
-from opie.nova import cas
+from opie.nova.request import cas
 
 LOG = logging.getLogger(__name__)
 RESOURCE_CLASS = 'CUSTOM_OPIE_PREEMPTED_VCPU_MINUTES'

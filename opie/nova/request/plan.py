@@ -19,10 +19,10 @@ variable) while Nova's filters and weighers run. OPIE's filter and weighers
 read it; with no current plan they are running under the stock
 ``nova-scheduler`` and fall back to a safe mode that never preempts.
 
-A plan holds one :class:`~opie.nova.host_records.HostRecord` per candidate
-host, follows every placement and claimed victim of the request, caches the
-core's verdict on each host until that host changes, and remembers why
-hosts were refused so ``NoValidHost`` can say it.
+A plan holds one :class:`~opie.nova.request.host_records.HostRecord` per
+candidate host, follows every placement and claimed victim of the request,
+caches the core's verdict on each host until that host changes, and remembers
+why hosts were refused so ``NoValidHost`` can say it.
 """
 import collections
 import contextlib
@@ -38,9 +38,9 @@ from opie.core import explain
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
-from opie.nova import host_records
-from opie.nova import ledger
-from opie.nova import operations
+from opie.nova.request import host_records
+from opie.nova.request import ledger
+from opie.nova.request import operations
 
 # A host OPIE cannot write to atomically is never chosen.
 NO_TOKEN = ('no %s inventory on the compute node (write the provider '

@@ -46,8 +46,8 @@ import uuid
 
 from oslo_log import log as logging
 
-from opie.nova import claim
-from opie.nova import cas
+from opie.nova.request import cas
+from opie.nova.request import claim
 
 LOG = logging.getLogger(__name__)
 PROVIDER_NAME = 'opie-coordination'

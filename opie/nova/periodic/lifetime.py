@@ -113,14 +113,14 @@ from nova import objects
 from opie.core import contract
 from opie.core import explain
 from opie.core import preemptible
-from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import flavor_check
-from opie.nova import host_records
-from opie.nova import notice
 from opie.nova import notifications
-from opie.nova import plan as plan_mod
-from opie.nova import terminate
+from opie.nova.request import claim
+from opie.nova.request import host_records
+from opie.nova.request import notice
+from opie.nova.request import plan as plan_mod
+from opie.nova.request import terminate
 
 LOG = logging.getLogger(__name__)
 # The reason of the notifications, metrics and explanations.

@@ -54,8 +54,8 @@ from nova import objects
 
 from opie.core import contract
 from opie.core import interruptions
-from opie.nova import host_records
-from opie.nova import terminate
+from opie.nova.request import host_records
+from opie.nova.request import terminate
 
 LOG = logging.getLogger(__name__)
 WEEK = max(contract.WINDOWS.values())

@@ -54,7 +54,7 @@ import dataclasses
 
 from oslo_log import log as logging
 
-from opie.nova import cas
+from opie.nova.request import cas
 
 LOG = logging.getLogger(__name__)
 # Consumer generations in writes (1.28); mappings in allocation requests

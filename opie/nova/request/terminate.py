@@ -83,12 +83,12 @@ from nova import thread_pool_factory
 
 from opie.core import explain
 from opie.core import preemptible
-from opie.nova import claim
 from opie.nova import conf as opie_conf
-from opie.nova import history
-from opie.nova import host_records
 from opie.nova import metrics
 from opie.nova import notifications
+from opie.nova.request import claim
+from opie.nova.request import history
+from opie.nova.request import host_records
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF

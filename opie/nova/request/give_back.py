@@ -33,9 +33,9 @@ from oslo_log import log as logging
 from nova import context as nova_context
 from nova import objects
 
-from opie.nova import claim
-from opie.nova import host_records
-from opie.nova import ledger
+from opie.nova.request import claim
+from opie.nova.request import host_records
+from opie.nova.request import ledger
 
 LOG = logging.getLogger(__name__)
 

@@ -84,12 +84,12 @@ from nova import exception
 from nova import objects
 
 from opie.core import contract
-from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import flavor_check
 from opie.nova import metrics
 from opie.nova import notifications
-from opie.nova import terminate
+from opie.nova.request import claim
+from opie.nova.request import terminate
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF

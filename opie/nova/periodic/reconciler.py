@@ -83,16 +83,16 @@ from opie.core import explain
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import victims as victims_mod
-from opie.nova import claim
-from opie.nova import give_back
-from opie.nova import host_records
-from opie.nova import interruptions
-from opie.nova import ledger
-from opie.nova import lifetime
 from opie.nova import metrics
-from opie.nova import notice
-from opie.nova import plan as plan_mod
-from opie.nova import terminate
+from opie.nova.periodic import interruptions
+from opie.nova.periodic import lifetime
+from opie.nova.request import claim
+from opie.nova.request import give_back
+from opie.nova.request import host_records
+from opie.nova.request import ledger
+from opie.nova.request import notice
+from opie.nova.request import plan as plan_mod
+from opie.nova.request import terminate
 
 LOG = logging.getLogger(__name__)
 

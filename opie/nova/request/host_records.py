@@ -57,9 +57,9 @@ from opie.core import host as core_host
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
-from opie.nova import claim
 from opie.nova import flavor_check
-from opie.nova import cas
+from opie.nova.request import cas
+from opie.nova.request import claim
 
 
 def is_preemptible(flavor):
