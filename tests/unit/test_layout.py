@@ -43,6 +43,12 @@ imports Nova as it is imported (``opie.nova.request.host_records``, say); tests
 that need Nova are functional tests (``tests/functional/plugin`` for the fast
 ones).
 
+Inside the plugin, the request's room (``opie.nova.request``: what runs
+inside a scheduling request) imports nothing of the timers' room
+(``opie.nova.periodic``): the periodic tasks use the request's claim and
+termination, never the other way round, so a request never waits on what
+runs on timers.
+
 In the tenant client, the map builder (``opie.bot.job_map``) reaches no
 backend (``opie.bot.sim``, ``opie.bot.openstack``), not even through
 another module: building a map needs the job alone, and choosing one
@@ -72,6 +78,8 @@ CLIENT_CORE = 'opie.core.contract'
 CLIENT_BACKENDS = ('opie.bot.sim', 'opie.bot.openstack')
 CLIENT_FRONT_ENDS = ('opie.bot.cli', 'opie.bot.controller')
 CLIENT_RUNS_THE_SIMULATOR = ('opie.bot.map_choice',)
+# Room -> what it may not import.
+ROOMS = {'nova/request': ('opie.nova.periodic',)}
 
 
 def _modules(layer):
@@ -145,6 +153,21 @@ def _violations(layer):
                   lambda name: _under(name, FORBIDDEN[layer]))
 
 
+def _room_violations():
+    return [found for room, forbidden in sorted(ROOMS.items())
+            for found in _found(_modules(room),
+                                lambda name: _under(name, forbidden))]
+
+
+def _plant(tmp_path, monkeypatch, files):
+    """A tree of ``files`` (path: text) checked in place of OPIE's."""
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    monkeypatch.setattr(__name__ + '.PACKAGE', tmp_path / 'opie')
+    monkeypatch.setattr(__name__ + '.ROOT', tmp_path)
+
+
 def _importing_nova():
     """The OPIE modules that import Nova as they are imported: themselves,
     through their package or through another such module."""
@@ -187,6 +210,34 @@ def _reached(module):
 def test_layer_imports_nothing_above_it(layer):
     assert _modules(layer)
     assert _violations(layer) == []
+
+
+def test_the_request_room_imports_nothing_of_the_timers_room():
+    assert _modules('nova/request') and _modules('nova/periodic')
+    assert _room_violations() == []
+
+
+def test_the_room_check_sees_a_request_import_a_timer(tmp_path,
+                                                      monkeypatch):
+    """The check itself: a request module importing the periodic room, by
+    name, through its package or relatively, lazily too; not the periodic
+    room importing the request's."""
+    _plant(tmp_path, monkeypatch, {
+        'opie/nova/__init__.py': '',
+        'opie/nova/request/__init__.py': '',
+        'opie/nova/request/claim.py':
+            'from opie.nova.periodic import leader\n',
+        'opie/nova/request/plan.py': ('from opie.nova import periodic\n'
+                                      'def later():\n'
+                                      '    from ..periodic import lifetime\n'),
+        'opie/nova/periodic/__init__.py': '',
+        'opie/nova/periodic/leader.py':
+            'from opie.nova.request import claim\n'})
+
+    assert _room_violations() == [
+        'opie/nova/request/claim.py:1 imports opie.nova.periodic',
+        'opie/nova/request/plan.py:1 imports opie.nova.periodic',
+        'opie/nova/request/plan.py:3 imports opie.nova.periodic']
 
 
 def test_the_map_builder_runs_on_no_backend():
@@ -238,7 +289,7 @@ def test_the_client_check_sees_each_broken_rule(tmp_path, monkeypatch):
     its contract in the client, a backend or a front end in its core, a
     front end in a backend or in the map choice; not the demo's import,
     nor the contract."""
-    for path, text in {
+    _plant(tmp_path, monkeypatch, {
             'opie/bot/__init__.py': '',
             'opie/bot/core.py': ('import nova.objects\n'
                                  'from opie.bot.sim import backend\n'
@@ -255,11 +306,7 @@ def test_the_client_check_sees_each_broken_rule(tmp_path, monkeypatch):
             'opie/bot/sim/__init__.py': '',
             'opie/bot/sim/backend.py': ('from opie.bot import core\n'
                                         'from opie.bot import cli\n'
-                                        'from opie.lab import cli\n')}.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
-    monkeypatch.setattr(__name__ + '.PACKAGE', tmp_path / 'opie')
-    monkeypatch.setattr(__name__ + '.ROOT', tmp_path)
+                                        'from opie.lab import cli\n')})
 
     assert sorted(_client_violations()) == [
         'opie/bot/cli.py:3 imports opie.testing.harness',
@@ -308,7 +355,7 @@ def test_the_check_sees_nova_imported_by_a_unit_test(tmp_path,
     """The check itself: Nova imported by a unit test, directly, skipped
     when absent, or through OPIE modules and packages that import it when
     imported; not through a module that imports it only in a function."""
-    for path, text in {
+    _plant(tmp_path, monkeypatch, {
             'opie/__init__.py': '',
             'opie/nova/__init__.py': '',
             'opie/nova/direct.py': 'from nova import objects\n',
@@ -323,11 +370,7 @@ def test_the_check_sees_nova_imported_by_a_unit_test(tmp_path,
                 'from opie.plugged import free\n'
                 'def test_it():\n'
                 '    pytest.importorskip("nova.scheduler")\n'
-                '    import nova.conf\n')}.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
-    monkeypatch.setattr(__name__ + '.PACKAGE', tmp_path / 'opie')
-    monkeypatch.setattr(__name__ + '.ROOT', tmp_path)
+                '    import nova.conf\n')})
     monkeypatch.setattr(__name__ + '.UNIT_TESTS', tmp_path / 'tests' /
                         'unit')
 
