@@ -14,84 +14,18 @@
 
 Started by ``opie-scheduler`` in place of ``SchedulerManager`` (same
 binary name, RPC topic and service record). Each ``select_destinations``
-call runs Nova's own filter/weigh/claim loop with a :class:`~.plan.Plan`
-made current, so OPIE's filter and weighers see h_f and the victims each
-host would lose. Then, phase by phase:
+call runs Nova's own filter/weigh/claim loop with a
+:class:`~.request.plan.Plan` made current, so OPIE's filter and weighers
+see h_f and the victims each host would lose. As Nova claims a host, OPIE
+makes that claim one compare-and-swap on it (:mod:`.request.claim`), the
+victims and their budget charges in the same write, so a decision made on
+stale data cannot commit; the victims are terminated, or given notice,
+only once every instance of the request is placed. Each worker warms its
+instance cache before it serves, and a cut Placement answer is probed so
+that no host is preempted while a free one went unseen.
 
-* **start**: before a worker takes requests, it reads every node's
-  preemptibles into its cache (:mod:`.instance_cache`): Nova calls
-  ``pre_start_hook`` in each worker process, after the fork and before
-  its RPC server consumes, so each process fills its own cache on its
-  own database connections. A warm-up that fails (database down) is
-  logged once; the worker serves cold, as a cache that never warmed
-  would, and warms again every ``KEEP_WARM``, which also keeps an idle
-  worker's cache current. After each warm-up the worker's garbage is
-  collected and what it keeps frozen out of the collector's reach
-  (:func:`settle_garbage`, ``[opie] freeze_after_warm_up``);
-* **snapshot**: before Placement's allocation candidates are fetched, the
-  host token generations this process knows are copied (:mod:`.cas`):
-  each is at most as new as the usage the request will decide on;
-* **filter and score**: hosts where the request fits h_f, or where the
-  cheapest sufficient victim set covers the shortfall, ranked by what
-  would be terminated, and then, as hard rules over Nova's weights, hosts
-  the request fits first, then hosts whose victims are of a lower tier
-  before those of a higher one (:meth:`.plan.Plan.lowest_tier_first`);
-  the preemptibles of the hosts
-  the request does not fit come from the process's cache
-  (:mod:`.instance_cache`), brought up to date with one query per cell;
-* **reserve**: as Nova claims the best host for each instance, OPIE makes
-  that claim one compare-and-swap on the host (:mod:`.claim`): the
-  instance's allocations, its victims emptied, and the host token at the
-  generation the decision was made on, and each victim's charge to its
-  project's preemption budget (:mod:`.ledger`), which Placement refuses
-  with the rest if a budget ran out. Each victim's row is read again
-  first: the cache chose it, the database must still have it as an
-  eligible preemptible on that node. A refused write means another
-  writer changed the host: it is read again (token and usage in one
-  read of its allocations, then its preemptibles), the choice is made
-  anew and written again; when the host can no longer make room, Nova
-  goes on to the next host, and the request fails only when no host
-  could;
-* **terminate**: only once every instance of the request is placed, and
-  in the background (:mod:`.terminate`): the claims have already freed the
-  room, so the selections go back to the conductor at once;
-* **notice**: except for victims whose flavor promises notice
-  (:mod:`.notice`): they are told, stopped cleanly when the notice ends,
-  and the selections go back only once they are off their hosts, so no
-  build starts beside a victim still running. A request that
-  fails gives every victim its allocations back where they still fit
-  (:meth:`OpieSchedulerManager._give_back`), terminates nothing else, and
-  its ``NoValidHost`` says why.
-
-Placement's answer may be cut at ``[scheduler] max_placement_results``.
-OPIE asks for one candidate more than that limit: an answer no longer
-than the limit was not cut, whatever the cloud's size, and needs nothing
-more. A longer one is cut to the limit as Placement would have cut it.
-When none of the hosts it kept fits h_f, one probe (of one more than the
-limit too) asks for the request in the standard and the preemptible
-classes at once: every host with free room is among its answers. It
-names first the class fewest of the kept hosts have room in, where
-Placement's search of a saturated cloud ends. When it
-returns none that fits, and no more than the limit, no host is free: the
-cut answer stands (a
-sample, as Nova ranks a sample) and victims are chosen among it. Otherwise
-the candidates are fetched again without the limit. So no host is
-preempted (or no preemptible request refused) while a host Placement did
-not return is free, and a saturated cloud pays one small probe instead of
-a second full query.
-
-Rebuilds never preempt; moves may if ``[opie] preempt_on_move`` lists them
-(evacuate and unshelve by default). The cell conductor gets Nova's
-alternate hosts (``[scheduler] max_attempts``), ranked as the first choice
-was; it claims one, when a build fails, through Nova's report client,
-without the host token and without victims. An alternate that needed a
-preemption is then over capacity in h_f, and the reconciler repairs it by
-preempting preemptibles only, in one compare-and-swap on the host: no
-preemption ever bypasses the token.
-
-Two periodic tasks: the heartbeat (:mod:`.heartbeat`) and the reconciler
-(:mod:`.reconciler`), run by whichever scheduler process holds the
-reconciler's lease (:mod:`.leader`).
+The phases, the candidate cut and the alternates, and why:
+``doc/source/design/index.rst``, "Modules in detail".
 """
 import contextlib
 import contextvars

@@ -13,64 +13,20 @@
 """Repair what concurrent or interrupted scheduling left behind.
 
 Runs every ``[opie] reconcile_interval`` seconds in the one scheduler
-process that holds the reconciler's lease (:mod:`.leader`), which it renews
-before each act and stops when it cannot; tests call
-:meth:`Reconciler.run` directly. Each pass fixes two things, terminating
-through the scheduler's own path (:mod:`.terminate`: the victim read again
-and spared unless it still is one, then a compare-and-swap on its row,
-instance action, delete or shelve, notification):
+process that leads (:mod:`.leader`), which renews its leadership before
+each act and stops when it cannot; tests call :meth:`Reconciler.run`
+directly. Each pass gives back or terminates the claimed victims left
+running (their worker died, or a give-back failed), and repairs h_f
+overcommit that Nova wrote without the scheduler, in one compare-and-swap
+on the host; then it ends the preemptibles past their maximum lifetime
+(:mod:`.lifetime`), cares for the budgets' ledgers
+(:mod:`opie.nova.request.ledger`), exports its success and the capacity
+left (:mod:`opie.nova.metrics`), and publishes the interruption rates
+(:mod:`.interruptions`). Every termination goes through the scheduler's
+own path (:mod:`opie.nova.request.terminate`).
 
-* **Claimed victims left running.** A scheduler worker empties a victim's
-  Placement allocations (:mod:`.claim`) and terminates it in the
-  background after answering the request, or gives them back if the
-  request fails. If the worker dies in between, or Placement fails the
-  give-back, the victim runs on, unaccounted for. An eligible preemptible
-  instance that holds no allocations on the node its row names, *nor
-  anywhere else*, for longer than ``[opie] claimed_grace_period`` seconds
-  is given its room back where the host still has it (:mod:`.give_back`),
-  and terminated where its room is taken (notification reason
-  ``claimed``). One that holds allocations elsewhere is moving (a live
-  migration, a resize's or cold migration's disk copy): its row still
-  names the source while its allocations sit on the destination. One
-  under a notice (:mod:`.notice`: its system metadata, which its owner
-  cannot write, names a time, and the compute's shutdown timeout after
-  it has not passed) is left to the
-  scheduler that gave it, which stops it then; once that time is over it
-  is one left running (its scheduler died during the notice). Hosts
-  are read from Placement only where such instances run: one request per
-  host, and one per instance that holds nothing there.
-* **h_f overcommit.** Every OPIE write is a compare-and-swap on its host
-  (:mod:`.claim`), so OPIE's own writes never overcommit h_f; what Nova
-  writes without the scheduler (an operator's forced move, a heal of a
-  victim's allocations) can. Every compute node's usages and inventories
-  are read from Placement (two requests per node), and h_f is judged
-  against inventory × allocation ratio as Placement has them, whatever
-  the compute node record says. Once a host has been over capacity for
-  longer than ``[opie] reconcile_grace_period`` seconds (so that a
-  preemption or a deletion already under way can finish), the cheapest
-  preemptibles that bring it back within capacity are taken in one write
-  with the host token at the generation read before the host's usage (so
-  the reconciler never fights a scheduler worker over a victim, and a host
-  changed since is left to the next pass) and terminated (notification
-  reason ``reconcile``).
-
-Then the preemptibles older than their flavor's maximum lifetime are
-ended, one step each per pass: told, stopped, terminated (notification
-reason ``lifetime``; :mod:`.lifetime`).
-
-Last, the preemption budgets' ledgers (:mod:`.ledger`): charges older
-than ``[opie] preemption_budget_window`` are deleted, and the ledgers that
-follow the default budget are brought to it.
-
-A pass that goes to its end is exported as the time of the last success,
-and what the second part reads from Placement as the capacity left per
-aggregate (:mod:`.metrics`).
-
-After its pass, the lease holder publishes each preemptible flavor's
-interruption rates as extra specs (:meth:`Reconciler.publish_rates`,
-:mod:`.interruptions`) once every ``[opie] interruption_rates_interval``
-seconds: at its first pass, then whenever that much time has passed since
-it last did.
+What each repair waits for, and why: ``doc/source/design/index.rst``,
+"Modules in detail".
 """
 import dataclasses
 import datetime
