@@ -43,10 +43,10 @@ from nova.scheduler import manager as nova_manager  # noqa: E402
 
 from opie.core import scheduling  # noqa: E402
 from opie.core import victims  # noqa: E402
-from opie.nova import hoststate  # noqa: E402
-from opie.nova import instance_cache  # noqa: E402
 from opie.nova import manager as opie_manager  # noqa: E402
-from opie.nova import plan as plan_mod  # noqa: E402
+from opie.nova.request import host_records  # noqa: E402
+from opie.nova.request import instance_cache  # noqa: E402
+from opie.nova.request import plan as plan_mod  # noqa: E402
 from opie.testing import cloud  # noqa: E402
 import scale  # noqa: E402 (benchmarks/, beside this file)
 
@@ -65,7 +65,7 @@ PHASES = (
     (scheduling, 'assess_host', '    the core (costs, victim search)'),
     (victims, 'select', '      the victim search'),
     (plan_mod.Plan, '_budgets', '    budgets left (read once)'),
-    (hoststate.InstanceLoader, '__call__', '  instance reads'),
+    (host_records.InstanceLoader, '__call__', '  instance reads'),
     (instance_cache.InstanceCache, '_catch_up',
      '    query per cell (changes)'),
     (host_manager.HostManager, 'get_weighed_hosts',
@@ -95,7 +95,7 @@ class RankingCloud(scale.ScaleCloud):
     @contextlib.contextmanager
     def probed(self, mode):
         phases, counts = self.phases[mode], self.counts[mode]
-        loads = hoststate.InstanceLoader.__call__
+        loads = host_records.InstanceLoader.__call__
 
         def read(loader, records, fresh=False):
             counts['hosts read'] += len(records)
@@ -106,7 +106,7 @@ class RankingCloud(scale.ScaleCloud):
                 stack.enter_context(mock.patch.object(
                     plan_mod.Plan, '_refused_unread', return_value=False))
             stack.enter_context(mock.patch.object(
-                hoststate.InstanceLoader, '__call__', read))
+                host_records.InstanceLoader, '__call__', read))
             for owner, name, phase in PHASES:
                 stack.enter_context(mock.patch.object(
                     owner, name, _timed(getattr(owner, name), phase,

@@ -151,8 +151,8 @@ from nova.scheduler import utils as scheduler_utils  # noqa: E402
 from placement import db_api as placement_db  # noqa: E402
 
 from opie.core import resources as res  # noqa: E402
-from opie.nova import instance_cache  # noqa: E402
 from opie.nova import manager as opie_manager  # noqa: E402
+from opie.nova.request import instance_cache  # noqa: E402
 from opie.testing import cloud  # noqa: E402
 from opie.testing import harness  # noqa: E402
 

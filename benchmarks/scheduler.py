@@ -65,9 +65,9 @@ from nova.scheduler import weights  # noqa: E402
 from opie.core import host as core_host  # noqa: E402
 from opie.core import resources as res  # noqa: E402
 from opie.core import scheduling  # noqa: E402
-from opie.nova import hoststate  # noqa: E402
-from opie.nova import operations  # noqa: E402
-from opie.nova import plan as plan_mod  # noqa: E402
+from opie.nova.request import host_records  # noqa: E402
+from opie.nova.request import operations  # noqa: E402
+from opie.nova.request import plan as plan_mod  # noqa: E402
 from opie.testing import cloud  # noqa: E402
 from opie.testing import harness  # noqa: E402
 
@@ -157,15 +157,15 @@ class CloudLatency(cloud.OpieCloud):
         """The victims OPIE's core chooses on the cloud as Placement and
         the cell database have it now."""
         client = self.safe.placement_client
-        records = [hoststate.record_from_placement(client, self.context,
-                                                   host_state)
+        records = [host_records.record_from_placement(client, self.context,
+                                                      host_state)
                    for host_state in self.safe.host_manager
                    .get_host_states_by_uuids(self.context, None, None)]
-        hoststate.InstanceLoader(self.context, self.safe.host_manager.cells,
-                                 client)(records)
+        host_records.InstanceLoader(self.context, self.safe.host_manager.cells,
+                                    client)(records)
         settings = self.opie.settings
         decision = scheduling.schedule(
-            hoststate.request_of(self.specs[kind]),
+            host_records.request_of(self.specs[kind]),
             [r.core_host() for r in records], settings.cost_model,
             timeutils.utcnow(), settings.max_victims, settings.ranking)
         assert decision.victims, decision.reason
@@ -297,14 +297,14 @@ class SyntheticHosts(cloud.OpieCloud):
                     launched_at=now - datetime.timedelta(minutes=17 * i + 3))
                     for i in range(4)]
 
-        plan = plan_mod.Plan(None, hoststate.request_of(spec), settings,
+        plan = plan_mod.Plan(None, host_records.request_of(spec), settings,
                              load_instances=load,
                              operation=lambda: operations.BOOT,
                              now=now)
         capacity = res.Resources(8, 16384, 1000)
         for host in hosts:
             used = res.Resources(8, 16000, 160) if saturated else res.ZERO
-            plan.add(hoststate.HostRecord(
+            plan.add(host_records.HostRecord(
                 uuid=host.uuid, host=host.host, nodename=host.nodename,
                 cell_uuid=host.cell_uuid, capacity=capacity,
                 normal_used=res.ZERO, preemptible_used=used))

@@ -40,7 +40,7 @@ from opie.core import problems
 from opie.core import provider_config
 from opie.nova import compat
 from opie.nova import conf as opie_conf
-from opie.nova import heartbeat
+from opie.nova.periodic import heartbeat
 
 SCHEDULER = 'scheduler'
 COMPUTE = 'compute'

@@ -16,8 +16,8 @@ A budget bounds the preempted vCPU-hours a project's preemptible servers
 may lose in the rolling window ``[opie] preemption_budget_window`` of the
 schedulers' nova.conf (the default budget is ``[opie]
 preemption_budget_vcpu_hours`` there). It is held in Placement, as the
-inventory of the project's ledger (:mod:`opie.nova.ledger`), which every
-scheduler worker charges in the same write that takes a victim::
+inventory of the project's ledger (:mod:`opie.nova.request.ledger`), which
+every scheduler worker charges in the same write that takes a victim::
 
     opie-manage budget set PROJECT_ID --vcpu-hours 24
     opie-manage budget unset PROJECT_ID
@@ -39,7 +39,7 @@ import re
 from opie import arguments
 from opie.cmd import errors
 from opie.cmd import options
-from opie.nova import ledger
+from opie.nova.request import ledger
 
 # Keystone's project ids: at most 64 characters (its column), made by
 # keystone as hex uuids; anything with spaces or slashes is no id.

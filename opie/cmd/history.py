@@ -14,9 +14,9 @@
 
 Every preemption's explanation (:mod:`opie.core.explain`) is kept in
 Nova's database, on an event of each victim's ``opie-preempt`` instance
-action (:mod:`opie.nova.terminate`); this reads them back from every cell
-(:mod:`opie.nova.history`) with the database settings of a controller's
-nova.conf, as ``nova-manage`` does::
+action (:mod:`opie.nova.request.terminate`); this reads them back from every
+cell (:mod:`opie.nova.request.history`) with the database settings of a
+controller's nova.conf, as ``nova-manage`` does::
 
     opie-manage history --config-file /etc/nova/nova.conf \\
         [--project P] [--requester-project P] [--host H] \\
@@ -88,7 +88,7 @@ def history_command(args):
         # deprecated: nothing an operator reading the history can act on.
         warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
         # Loaded here: the other commands need no Nova.
-        from opie.nova import history
+        from opie.nova.request import history
         context = load_nova(args)
     try:
         kept = history.read(context, args.since, args.until, args.host)
@@ -135,7 +135,7 @@ def _when(moment):
 
 
 def entries(kept):
-    """The preemptions of ``kept`` (:class:`opie.nova.history.Kept`,
+    """The preemptions of ``kept`` (:class:`opie.nova.request.history.Kept`,
     oldest first): its victims grouped by the explanation they share, each
     a dict of JSON types, oldest first."""
     found = {}

@@ -14,13 +14,13 @@
 
 What OPIE puts into Placement outlives OPIE: each compute node's host
 token (a consumer of project ``opie-host-token`` holding the node's one
-unit of ``CUSTOM_OPIE_HOST``, :mod:`opie.nova.token`), the reconciler's
+unit of ``CUSTOM_OPIE_HOST``, :mod:`opie.nova.request.cas`), the reconciler's
 lease (a consumer of ``CUSTOM_OPIE_LEASE`` on the provider
-``opie-coordination``, :mod:`opie.nova.lease`), the ``CUSTOM_PREEMPTIBLE_*``
-and ``CUSTOM_OPIE_HOST`` inventories of the provider configs, and those
-custom resource classes. A nova-compute restarted without its provider
-config while its token, or a preemptible server, still uses them does not
-start: its resource tracker cannot remove inventory in use (issue 24).
+``opie-coordination``, :mod:`opie.nova.periodic.leader`), the
+``CUSTOM_PREEMPTIBLE_*`` and ``CUSTOM_OPIE_HOST`` inventories of the provider
+configs, and those custom resource classes. A nova-compute restarted without
+its provider config while its token, or a preemptible server, still uses them
+does not start: its resource tracker cannot remove inventory in use (issue 24).
 So, in this order::
 
     opie-manage rollback --os-cloud admin --config-file /etc/nova/nova.conf \\
@@ -38,8 +38,9 @@ So, in this order::
    OPIE's filter stays in the schedulers' nova.conf: ``keep`` with
    ``--config-file`` is refused).
 3. It removes the host tokens, the lease, the coordination provider, the
-   preemption budgets' ledgers with their charges (:mod:`opie.nova.ledger`),
-   the OPIE inventories nobody uses, and the resource classes nobody has.
+   preemption budgets' ledgers with their charges
+   (:mod:`opie.nova.request.ledger`), the OPIE inventories nobody uses, and the
+   resource classes nobody has.
 4. With ``--config-file``, it removes OPIE's settings from that scheduler
    nova.conf, as ``opie-manage nova-conf scheduler --remove`` does, once
    no preemptible server is left (safe mode needs OPIE's filter).
@@ -67,10 +68,10 @@ from opie.cmd import nova_conf
 from opie.cmd import nova_conf_command
 from opie.cmd import options
 from opie.core import preemptible
-from opie.nova import heartbeat
-from opie.nova import lease
-from opie.nova import ledger
-from opie.nova import token
+from opie.nova.periodic import heartbeat
+from opie.nova.periodic import leader
+from opie.nova.request import cas
+from opie.nova.request import ledger
 
 EXIT_LEFT = 1
 DELETE, SHELVE, KEEP = 'delete', 'shelve', 'keep'
@@ -79,7 +80,7 @@ DELETE, SHELVE, KEEP = 'delete', 'shelve', 'keep'
 SHELVED = 'SHELVED'
 PAST = {'remove': 'removed', DELETE: 'deleted', SHELVE: 'shelved'}
 # Every resource class OPIE creates.
-CLASSES = preemptible.PROVIDER_CONFIG_CLASSES + (lease.RESOURCE_CLASS,
+CLASSES = preemptible.PROVIDER_CONFIG_CLASSES + (leader.RESOURCE_CLASS,
                                                  ledger.RESOURCE_CLASS)
 # Seconds between two looks at Placement while servers leave.
 POLL_SECONDS = 2
@@ -376,7 +377,7 @@ def remove(conn, nodes, report):
 
 
 def _remove_token(conn, node, report):
-    consumer = token.consumer(node.uuid)
+    consumer = cas.consumer(node.uuid)
     if consumer not in node.consumers:
         return
     report.act('remove', 'host token of compute node %s (consumer %s)'
@@ -387,27 +388,27 @@ def _remove_token(conn, node, report):
 
 
 def _remove_lease(conn, report):
-    held = conn.placement_get('/allocations/%s' % lease.CONSUMER_UUID)
+    held = conn.placement_get('/allocations/%s' % leader.CONSUMER_UUID)
     if held and held.get('allocations'):
         report.act('remove', 'reconciler lease (consumer %s, held by %s)'
-                   % (lease.CONSUMER_UUID, held.get('user_id')))
+                   % (leader.CONSUMER_UUID, held.get('user_id')))
         if not report.dry_run:
-            conn.placement_delete('/allocations/%s' % lease.CONSUMER_UUID)
-    url = '/resource_providers/%s' % lease.PROVIDER_UUID
+            conn.placement_delete('/allocations/%s' % leader.CONSUMER_UUID)
+    url = '/resource_providers/%s' % leader.PROVIDER_UUID
     if conn.placement_get(url) is None:
         return
     report.act('remove', 'resource provider %s (%s)'
-               % (lease.PROVIDER_NAME, lease.PROVIDER_UUID))
+               % (leader.PROVIDER_NAME, leader.PROVIDER_UUID))
     if report.dry_run:
         return
     if conn.placement_delete(url) is False:
-        report.leave('resource provider %s' % lease.PROVIDER_NAME,
+        report.leave('resource provider %s' % leader.PROVIDER_NAME,
                      'an opie-scheduler took the lease again: it still '
                      'runs somewhere')
 
 
 def _remove_ledgers(conn, report):
-    """The preemption budgets' ledgers (:mod:`opie.nova.ledger`): their
+    """The preemption budgets' ledgers (:mod:`opie.nova.request.ledger`): their
     charges, then the providers, then their traits."""
     traits = (conn.placement_get(ledger.TRAITS_URL) or {}).get('traits', [])
     found = {}

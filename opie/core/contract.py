@@ -19,7 +19,7 @@ server's metadata (the notice of its preemption). Both sides import them
 from here, so that a name or a format cannot change on one side alone;
 ``opie-bot`` imports nothing else of ``opie.core``
 (``tests/unit/test_layout.py``). Nova-free. The rates are computed by
-:mod:`.interruptions`, the notice given by ``opie.nova.notice``; see
+:mod:`.interruptions`, the notice given by ``opie.nova.request.notice``; see
 ``doc/source/design/index.rst`` (Notice) and
 ``doc/source/tenant/index.rst``.
 """

@@ -16,48 +16,16 @@ Every preemption is kept with its explanation (issue 27): what was asked,
 the host chosen and why, each victim with its cost, the next best hosts
 and why each lost, and how many hosts refused the request for each reason.
 This module builds it from the core's own terms, without Nova: the
-scheduler (:mod:`opie.nova.plan`) calls :func:`decision` at the moment it
-claims the victims, with the decision as made then; the reconciler, which
-preempts for no request, calls :func:`repair`. The terminator completes
-the record with the request and the victims' owners (:func:`completed`)
-and stores it on each victim's ``opie-preempt`` instance action;
-``opie-manage history`` reads it back (:func:`loads`).
+scheduler calls :func:`decision` at the moment it claims the victims, the
+reconciler, which preempts for no request, :func:`repair`; the terminator
+completes it (:func:`completed`) and stores it on each victim's
+``opie-preempt`` instance action; ``opie-manage history`` reads it back
+(:func:`loads`). The record is a dict of JSON types (version
+:data:`VERSION`), bounded in size since Nova keeps it in a ``Text``
+column (:data:`MAX_CHARS`).
 
-Who ranked the hosts. Under ``opie-scheduler`` OPIE's weighers are added
-to Nova's (:mod:`opie.nova.weights`), so Nova's total weight orders the
-hosts, not OPIE's cost alone: a host can lose to a dearer one when Nova's
-other weighers outweigh the cost weigher, when weights tie (Nova keeps its
-order), or when ``[filter_scheduler] host_subset_size`` lets Nova pick at
-random among its best. When the scheduler knows Nova's order and weights
-(``ranked_by`` :data:`NOVA`), each runner-up's ``why_lost`` says which of
-these it was, next to what OPIE's terms say of the two hosts (fits, tier,
-cost); without them (:data:`OPIE`) hosts are ordered as the core orders
-them (:func:`.scheduling.order`: fits first, then lowest tier, then score,
-then name). OPIE's one rule over Nova's weights, a lower tier first, is
-said as such. A host ranked
-above the chosen one lost because its claim failed, and says why.
-
-The record is a dict of JSON types (version :data:`VERSION`)::
-
-    {"version": 1, "reason": "request", "host": ..., "why": ...,
-     "ranked_by": "nova" | "opie", "ranking": "victims" | ...,
-     "cost": set cost, "offset": set cost - sum of the victims' costs,
-     "victims": [{"uuid", "cost", ["project_id", "flavor"]}],
-     "victims_omitted": n,
-     "runners_up": [{"host", "fits", "tier", "cost", "victims",
-                     ["weight"], "why_lost"}],
-     "runners_up_omitted": n,
-     "refused": {reason: number of hosts},
-     "request": {"instance_uuid", "project_id", "flavor", "vcpus",
-                 "memory_mb", "disk_gb"} or null}
-
-Its size is bounded, since Nova keeps it in a ``Text`` column (64 KiB in
-MySQL): at most :data:`MAX_RUNNERS_UP` runner-ups and :data:`MAX_VICTIMS`
-victims are listed (the rest counted in ``*_omitted``), strings are cut to
-:data:`MAX_TEXT` characters, and :func:`dumps` writes ASCII JSON of at
-most :data:`MAX_CHARS` characters. Fields added later are ignored by
-readers; a HostOption is read by field name, so one that grows keeps
-being explained.
+Who ranked the hosts, the record's fields and its bounds:
+``doc/source/design/index.rst``, "Modules in detail".
 """
 import json
 import math

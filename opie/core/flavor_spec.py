@@ -18,38 +18,13 @@ it) but moves what it asks of Placement from the standard classes to the
 ``CUSTOM_PREEMPTIBLE_*`` ones. ``opie-manage flavor create-preemptible``
 and the demo cloud build those extra specs with :func:`preemptible_specs`;
 ``opie-manage audit`` checks every flavor of a cloud with :func:`check`.
+A flavor marked preemptible that breaks the contract would have its room
+counted twice, so the scheduler treats it as normal (:func:`refusal` says
+why). A preemptible flavor also states the terms its servers are
+preempted on (:class:`Terms`: ``opie:tier``, ``opie:minimum_uptime``,
+``opie:notice``); a bad value is read as its default, and reported.
 
-A flavor marked preemptible that breaks the contract would be miscounted:
-without the overrides Placement charges its servers to the standard
-classes, where OPIE counts normal servers, while OPIE would also list them
-among the preemptible ones, so their room counts twice and a normal
-request takes an extra victim. The scheduler therefore treats such a
-flavor as normal (:func:`refusal` says why, in one line) and the audit
-names the ``opie-manage flavor set-preemptible`` that sets it right.
-
-A preemptible flavor also states the terms its servers are preempted on
-(:class:`Terms`), as extra specs a tenant can read with ``openstack
-flavor show``:
-
-* ``opie:tier``: a whole number from 0 to :data:`MAX_TIER` (default 0). A
-  normal request takes its victims from the lowest tier that can free
-  enough, on one host and across hosts, even where a higher tier's
-  victims cost less. Preemptible requests never preempt, so no tier is
-  ever preempted for its own tier, nor for a higher one.
-* ``opie:minimum_uptime``: seconds, a whole number from 0 to
-  :data:`MAX_MINIMUM_UPTIME` (default ``[opie] minimum_uptime``). A
-  server younger than this is never a victim.
-* ``opie:notice``: seconds, a whole number from 0 to :data:`MAX_NOTICE`
-  (default ``[opie] preemption_notice``). A victim is told this long
-  before it is stopped (a clean shutdown), and the server that displaces
-  it starts only once it has stopped (:mod:`opie.nova.notice`). 0: no
-  notice, the victim is terminated at once.
-
-A bad value (not a whole number, out of range) must not stop the
-scheduler nor make it guess: it reads the term as its default, and
-:func:`check` names the value and the ``opie-manage flavor set-terms``
-that sets it right. Terms on a flavor that is not preemptible mean
-nothing, and are reported too.
+The terms and why: ``doc/source/design/index.rst``, "Modules in detail".
 """
 import dataclasses
 import math

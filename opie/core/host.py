@@ -53,7 +53,8 @@ class Instance:
     # resize or unshelve, which its owner could repeat to stay young.
     created_at: datetime.datetime | None = None
     # Seconds of notice it is given before it stops, as a victim
-    # (opie.nova.notice): how it is terminated, not whether it is chosen.
+    # (opie.nova.request.notice): how it is terminated, not whether it is
+    # chosen.
     notice: int = 0
 
     def __post_init__(self):

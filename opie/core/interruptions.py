@@ -23,8 +23,8 @@ did not exist at all in a window has no rate for it (``unknown``), not a
 rate of 0.
 
 Nova-free: the scheduler's reconciler reads the rows and publishes the
-rates as the flavor's extra specs (:mod:`opie.nova.interruptions`), which
-every tenant can read (``openstack flavor show FLAVOR -c properties``);
+rates as the flavor's extra specs (:mod:`opie.nova.periodic.interruptions`),
+which every tenant can read (``openstack flavor show FLAVOR -c properties``);
 ``opie-bot plan`` reads them back (:func:`.contract.published`: the
 specs' names and formats are the tenant's contract). The operator tunes
 how often they are recomputed with ``[opie]

@@ -15,7 +15,7 @@
 Every compute node needs inventory of the ``CUSTOM_PREEMPTIBLE_*`` classes
 that preemptible flavors consume, and one unit of ``CUSTOM_OPIE_HOST``,
 the host token every decision of the scheduler plugin on the host rewrites
-(:mod:`opie.nova.token`). Nova gives it from a provider config file in
+(:mod:`opie.nova.request.cas`). Nova gives it from a provider config file in
 ``[compute] provider_config_location``, read when nova-compute starts.
 :func:`build` makes that document from the compute's standard inventory,
 so preemptible instances can fill exactly the capacity normal ones can;

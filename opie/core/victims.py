@@ -14,53 +14,18 @@
 
 The paper's Algorithm 5 tries every combination of a host's preemptible
 instances and keeps the cheapest one whose freed resources cover what the
-request lacks. That is 2^k subsets. This module finds the same optimum
-without enumerating them:
+request lacks: 2^k subsets. This module finds the same optimum without
+enumerating them: instances with the same resource vector are
+interchangeable but for their cost, so the search is over how many of
+each vector to take, depth first with a lower bound, seeded by a greedy
+set. The operator's terms are hard constraints no cost outweighs: the
+minimum uptime, the tiers (the lowest highest tier first) and the
+projects' preemption budgets (:mod:`.budgets`). Past :data:`MAX_NODES`
+the search keeps the best set found, and says so. :func:`brute_force` is
+the literal algorithm, the reference the search is proven equal to.
 
-* Instances with the same resource vector are interchangeable but for their
-  cost, and costs add up, so an optimal set takes the *cheapest* j of each
-  vector. The search is over how many to take of each distinct vector (real
-  hosts run a handful of flavors).
-* One victim is often provably enough: when the cheapest instance that
-  covers the shortfall alone costs no more than the two cheapest of the
-  host together, no set can beat it.
-* A depth-first search over those counts stops adding victims as soon as
-  the shortfall is covered (with costs >= 0 more victims never help), and
-  prunes a branch when its cost plus a lower bound on what it still needs
-  (the cheapest m remaining instances, m the fewest that could cover the
-  rest) cannot beat the best set found so far. A greedy set seeds that
-  bound.
-
-Three hard constraints come from the operator's terms, and no cost ever
-outweighs them:
-
-* **Minimum uptime**: a preemptible younger than its flavor's minimum
-  uptime is never a victim (it is left out of the pool).
-* **Tiers**: a set that takes only from lower tiers beats any set that
-  takes from a higher one. The search runs on tier 0, then on tiers 0 and
-  1, and so on, and keeps the first set found: the cheapest among those
-  whose highest tier is the lowest possible.
-* **Budgets** (:mod:`.budgets`): the charges of a set's victims add up,
-  per project, to at most what the project's budget still allows. An
-  instance whose charge alone breaks its budget is left out of the pool;
-  a project whose instances together fit its budget constrains nothing.
-  Only the instances of the remaining projects differ by more than cost,
-  so for those the search groups instances by vector, project *and*
-  charge (still interchangeable but for cost) and stops taking from a
-  project once its budget is spent. Two bounds count the budgets: what
-  each project can still free is at most its fractional knapsack (rounded
-  down where amounts are whole), and the cheapest m more victims take at
-  most as many of a project as its budget pays for. A budget that cannot
-  be met is so found at the root. Budgets make the problem a knapsack
-  with a constraint per project, so a crafted pool can still need many
-  nodes: past :data:`MAX_NODES` the search keeps the best set found so
-  far, which breaks no constraint, and says so (``Selection.exact``).
-
-Ties are broken deterministically: fewer victims, then less leftover (what
-the set frees beyond the shortfall, as a share of ``scale``), then the
-victims' names. :func:`brute_force` is the literal algorithm with the
-constraints checked set by set, kept as the reference the search is proven
-equal to (tests and benchmarks).
+How the search and its bounds work: ``doc/source/design/index.rst``,
+"Modules in detail".
 """
 import dataclasses
 import itertools

@@ -34,7 +34,7 @@ from nova import objects  # noqa: E402
 
 from opie.lab import faults  # noqa: E402
 from opie.nova import cmd  # noqa: E402
-from opie.nova import terminate  # noqa: E402
+from opie.nova.request import terminate  # noqa: E402
 
 # Seconds a doomed worker waits for its answer to be taken.
 ANSWER_TIMEOUT = 120

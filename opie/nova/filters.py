@@ -35,8 +35,8 @@ Enable it with::
 """
 from nova.scheduler import filters
 
-from opie.nova import hoststate
-from opie.nova import plan as plan_mod
+from opie.nova.request import host_records
+from opie.nova.request import plan as plan_mod
 
 
 class PreemptibleFilter(filters.BaseHostFilter):
@@ -47,5 +47,5 @@ class PreemptibleFilter(filters.BaseHostFilter):
     def host_passes(self, host_state, spec_obj):
         plan = plan_mod.current()
         if plan is None:
-            return hoststate.fits_host_state(host_state, spec_obj)
+            return host_records.fits_host_state(host_state, spec_obj)
         return plan.passes(host_state)

@@ -14,84 +14,18 @@
 
 Started by ``opie-scheduler`` in place of ``SchedulerManager`` (same
 binary name, RPC topic and service record). Each ``select_destinations``
-call runs Nova's own filter/weigh/claim loop with a :class:`~.plan.Plan`
-made current, so OPIE's filter and weighers see h_f and the victims each
-host would lose. Then, phase by phase:
+call runs Nova's own filter/weigh/claim loop with a
+:class:`~.request.plan.Plan` made current, so OPIE's filter and weighers
+see h_f and the victims each host would lose. As Nova claims a host, OPIE
+makes that claim one compare-and-swap on it (:mod:`.request.claim`), the
+victims and their budget charges in the same write, so a decision made on
+stale data cannot commit; the victims are terminated, or given notice,
+only once every instance of the request is placed. Each worker warms its
+instance cache before it serves, and a cut Placement answer is probed so
+that no host is preempted while a free one went unseen.
 
-* **start**: before a worker takes requests, it reads every node's
-  preemptibles into its cache (:mod:`.instance_cache`): Nova calls
-  ``pre_start_hook`` in each worker process, after the fork and before
-  its RPC server consumes, so each process fills its own cache on its
-  own database connections. A warm-up that fails (database down) is
-  logged once; the worker serves cold, as a cache that never warmed
-  would, and warms again every ``KEEP_WARM``, which also keeps an idle
-  worker's cache current. After each warm-up the worker's garbage is
-  collected and what it keeps frozen out of the collector's reach
-  (:func:`settle_garbage`, ``[opie] freeze_after_warm_up``);
-* **snapshot**: before Placement's allocation candidates are fetched, the
-  host token generations this process knows are copied (:mod:`.token`):
-  each is at most as new as the usage the request will decide on;
-* **filter and score**: hosts where the request fits h_f, or where the
-  cheapest sufficient victim set covers the shortfall, ranked by what
-  would be terminated, and then, as hard rules over Nova's weights, hosts
-  the request fits first, then hosts whose victims are of a lower tier
-  before those of a higher one (:meth:`.plan.Plan.lowest_tier_first`);
-  the preemptibles of the hosts
-  the request does not fit come from the process's cache
-  (:mod:`.instance_cache`), brought up to date with one query per cell;
-* **reserve**: as Nova claims the best host for each instance, OPIE makes
-  that claim one compare-and-swap on the host (:mod:`.claim`): the
-  instance's allocations, its victims emptied, and the host token at the
-  generation the decision was made on, and each victim's charge to its
-  project's preemption budget (:mod:`.ledger`), which Placement refuses
-  with the rest if a budget ran out. Each victim's row is read again
-  first: the cache chose it, the database must still have it as an
-  eligible preemptible on that node. A refused write means another
-  writer changed the host: it is read again (token and usage in one
-  read of its allocations, then its preemptibles), the choice is made
-  anew and written again; when the host can no longer make room, Nova
-  goes on to the next host, and the request fails only when no host
-  could;
-* **terminate**: only once every instance of the request is placed, and
-  in the background (:mod:`.terminate`): the claims have already freed the
-  room, so the selections go back to the conductor at once;
-* **notice**: except for victims whose flavor promises notice
-  (:mod:`.notice`): they are told, stopped cleanly when the notice ends,
-  and the selections go back only once they are off their hosts, so no
-  build starts beside a victim still running. A request that
-  fails gives every victim its allocations back where they still fit
-  (:meth:`OpieSchedulerManager._give_back`), terminates nothing else, and
-  its ``NoValidHost`` says why.
-
-Placement's answer may be cut at ``[scheduler] max_placement_results``.
-OPIE asks for one candidate more than that limit: an answer no longer
-than the limit was not cut, whatever the cloud's size, and needs nothing
-more. A longer one is cut to the limit as Placement would have cut it.
-When none of the hosts it kept fits h_f, one probe (of one more than the
-limit too) asks for the request in the standard and the preemptible
-classes at once: every host with free room is among its answers. It
-names first the class fewest of the kept hosts have room in, where
-Placement's search of a saturated cloud ends. When it
-returns none that fits, and no more than the limit, no host is free: the
-cut answer stands (a
-sample, as Nova ranks a sample) and victims are chosen among it. Otherwise
-the candidates are fetched again without the limit. So no host is
-preempted (or no preemptible request refused) while a host Placement did
-not return is free, and a saturated cloud pays one small probe instead of
-a second full query.
-
-Rebuilds never preempt; moves may if ``[opie] preempt_on_move`` lists them
-(evacuate and unshelve by default). The cell conductor gets Nova's
-alternate hosts (``[scheduler] max_attempts``), ranked as the first choice
-was; it claims one, when a build fails, through Nova's report client,
-without the host token and without victims. An alternate that needed a
-preemption is then over capacity in h_f, and the reconciler repairs it by
-preempting preemptibles only, in one compare-and-swap on the host: no
-preemption ever bypasses the token.
-
-Two periodic tasks: the heartbeat (:mod:`.heartbeat`) and the reconciler
-(:mod:`.reconciler`), run by whichever scheduler process holds the
-reconciler's lease (:mod:`.lease`).
+The phases, the candidate cut and the alternates, and why:
+``doc/source/design/index.rst``, "Modules in detail".
 """
 import contextlib
 import contextvars
@@ -111,23 +45,23 @@ from nova.scheduler.client import report
 from nova.scheduler import manager
 
 from opie.core import explain
-from opie.nova import claim
 from opie.nova import conf as opie_conf
-from opie.nova import give_back
-from opie.nova import heartbeat
-from opie.nova import hoststate
-from opie.nova import instance_cache
-from opie.nova import lease
-from opie.nova import ledger
 from opie.nova import metrics
-from opie.nova import notice
-from opie.nova import notify
-from opie.nova import operations
-from opie.nova import plan as plan_mod
-from opie.nova import reconciler
-from opie.nova import snapshots
-from opie.nova import terminate
-from opie.nova import token
+from opie.nova import notifications
+from opie.nova.periodic import heartbeat
+from opie.nova.periodic import leader
+from opie.nova.periodic import reconciler
+from opie.nova.periodic import shelve_images
+from opie.nova.request import cas
+from opie.nova.request import claim
+from opie.nova.request import give_back
+from opie.nova.request import host_records
+from opie.nova.request import instance_cache
+from opie.nova.request import ledger
+from opie.nova.request import notice
+from opie.nova.request import operations
+from opie.nova.request import plan as plan_mod
+from opie.nova.request import terminate
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -190,7 +124,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
         if self.terminator.service_auth is not None:
             self.terminator.check_login()
         self.notice = notice.Notice(self.terminator)
-        self.tokens = token.Generations()
+        self.tokens = cas.Generations()
         self.instances = instance_cache.InstanceCache()
         self.ledger_traits = ledger.Traits()
         # Did the last warm-up fail? (Its failure is logged once.)
@@ -200,8 +134,9 @@ class OpieSchedulerManager(manager.SchedulerManager):
             self.settings, self.host_manager, self.placement_client,
             self.terminator, CONF.opie.reconcile_grace_period,
             CONF.opie.claimed_grace_period)
-        self.lease = lease.Lease(self.placement_client, CONF.host,
-                                 3 * CONF.opie.reconcile_interval)
+        self.leadership = leader.Leadership(
+            self.placement_client, CONF.host,
+            3 * CONF.opie.reconcile_interval)
 
     @property
     def placement_client(self):
@@ -229,8 +164,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
                   allocation_request_version=None, return_alternates=False):
         elevated = context.elevated()
         plan = plan_mod.Plan(
-            elevated, hoststate.request_of(spec_obj), self.settings,
-            load_instances=hoststate.InstanceLoader(
+            elevated, host_records.request_of(spec_obj), self.settings,
+            load_instances=host_records.InstanceLoader(
                 elevated, self.host_manager.cells, self.placement_client,
                 self.instances),
             operation=lambda: operations.operation(elevated, spec_obj),
@@ -258,7 +193,7 @@ class OpieSchedulerManager(manager.SchedulerManager):
         metrics.placed(plan)
         if plan.preemptions:
             self.notice.preempt(plan.preemptions,
-                                notify.request_info(context, spec_obj))
+                                notifications.request_info(context, spec_obj))
         return selections
 
     def _get_all_host_states(self, context, spec_obj, provider_summaries):
@@ -268,9 +203,9 @@ class OpieSchedulerManager(manager.SchedulerManager):
         summaries = provider_summaries or {}
         for host_state in host_states:
             summary = summaries.get(host_state.uuid)
-            record = summary and hoststate.record_from_summary(
+            record = summary and host_records.record_from_summary(
                 host_state, summary)
-            plan.add(record or hoststate.record_from_host_state(host_state))
+            plan.add(record or host_records.record_from_host_state(host_state))
         return iter(host_states)
 
     def _get_sorted_hosts(self, spec_obj, host_states, index):
@@ -351,8 +286,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
         spacing=int(instance_cache.KEEP_WARM.total_seconds()))
     def _opie_warm_up(self, context):
         try:
-            hoststate.warm(nova_context.get_admin_context(),
-                           self.host_manager.cells, self.instances)
+            host_records.warm(nova_context.get_admin_context(),
+                              self.host_manager.cells, self.instances)
         except Exception:
             if not self.cold:
                 LOG.exception('OPIE: could not read the preemptible '
@@ -387,14 +322,14 @@ class OpieSchedulerManager(manager.SchedulerManager):
     def _opie_reconcile(self, context):
         held = False
         try:
-            held = self.lease.acquire(context)
+            held = self.leadership.acquire(context)
         finally:
             metrics.lease(held)
         if held:
-            renew = functools.partial(self.lease.acquire, context)
+            renew = functools.partial(self.leadership.acquire, context)
             self.reconciler.run(context, renew=renew)
             if self.settings.termination_mode == opie_conf.SHELVE:
-                snapshots.clean(self.terminator.service_context())
+                shelve_images.clean(self.terminator.service_context())
             self.reconciler.publish_rates(
                 context, CONF.opie.interruption_rates_interval, renew=renew)
 
@@ -422,8 +357,8 @@ class ClaimingClient:
         # Nova's client answers (None, None, None) when Placement failed.
         if found is None or found[0] is None or len(found[0]) <= limit:
             return found
-        found = hoststate.first_candidates(found, limit)
-        if (hoststate.any_fits(found[1], resources.merged_resources())
+        found = host_records.first_candidates(found, limit)
+        if (host_records.any_fits(found[1], resources.merged_resources())
                 or not self._maybe_free_elsewhere(context, resources,
                                                   found[1])):
             return found
@@ -446,8 +381,8 @@ class ClaimingClient:
         it. Some that fit, or a probe cut too (it asks for one more than
         the limit to tell): maybe. Its classes are asked in the order
         the cut answer's ``summaries`` make likeliest to end Placement's
-        search at the first (:class:`.hoststate.Probe`)."""
-        probe = hoststate.fit_probe(resources, summaries)
+        search at the first (:class:`.host_records.Probe`)."""
+        probe = host_records.fit_probe(resources, summaries)
         if probe is None:
             return True
         # One more than the limit again: an answer within it is whole.
@@ -456,8 +391,8 @@ class ClaimingClient:
         if found is None or found[0] is None:
             return True
         return (len(found[0]) > resources._limit
-                or hoststate.any_fits(found[1],
-                                      resources.merged_resources()))
+                or host_records.any_fits(found[1],
+                                         resources.merged_resources()))
 
     def claim_resources(self, context, consumer_uuid, alloc_request,
                         project_id, user_id, allocation_request_version,
@@ -478,7 +413,7 @@ class ClaimingClient:
         for attempt in range(claim.WRITE_ATTEMPTS):
             if attempt:
                 metrics.CLAIM_RETRIES.inc()
-            if record.generation is hoststate.UNKNOWN:
+            if record.generation is host_records.UNKNOWN:
                 self._read_host(plan, context, record)
             option = plan.option(record)
             if option is None:
@@ -541,8 +476,8 @@ class ClaimingClient:
         return dict(entry, consumer_generation=generation, **owner)
 
     def _read_host(self, plan, context, record):
-        generation, usages = hoststate.read_host(self._client, context,
-                                                 record.uuid)
+        generation, usages = host_records.read_host(self._client, context,
+                                                    record.uuid)
         self._tokens.learn(record.uuid, generation)
         plan.refresh(record, generation, usages)
 
@@ -555,8 +490,8 @@ class ClaimingClient:
         for victim in victims:
             claimed = None if victim.uuid in gone else claim.read_victim(
                 self._client, context, victim.uuid)
-            if claimed is None or not hoststate.holds(claimed, record,
-                                                      victim.resources):
+            if claimed is None or not host_records.holds(claimed, record,
+                                                         victim.resources):
                 plan.not_a_victim(record, victim.uuid)
                 return None
             claims.append(claimed)

@@ -15,106 +15,17 @@
 Each scheduler worker counts in its own registry (:data:`REGISTRY`, one
 per process: Nova forks its workers after importing this module, so each
 starts from zero). Every series a worker can count is there from its first
-write, at 0: each labelled counter with every value of its labels (the
-tuples below), so that ``increase()`` sees the first event after a restart
-too. The metrics, all prefixed ``opie_``:
+write, at 0: each labelled counter with every value of its labels, so that
+``increase()`` sees the first event after a restart too. With ``[opie]
+metrics_dir`` set, each worker writes its file for node_exporter's
+textfile collector, atomically, every ``[opie] heartbeat_interval``
+seconds and after each preemption, under the lowest free *slot* of its
+service, held by a ``flock``: the worker Nova forks in a dead one's place
+takes its slot, file and series again. The capacity gauges are the
+leader's only, from what its reconcile pass reads anyway.
 
-``opie_preemptions_total{mode, reason}`` (counter)
-    Preemptible instances terminated (``mode``: ``delete`` or ``shelve``).
-    ``reason`` is ``request`` (room made for a scheduling request),
-    ``room-taken`` (taken by a request that then failed, its room gone to
-    others meanwhile), ``claimed`` or ``reconcile`` (by the reconciler),
-    ``lifetime`` (ended by the reconciler's lease holder for their
-    flavor's maximum lifetime: :mod:`.lifetime`).
-``opie_termination_failures_total{mode}`` (counter)
-    Victims OPIE could not terminate (logged; the reconciler retries).
-``opie_victims_per_request`` (histogram)
-    Victims claimed by each scheduling request that succeeded (all the
-    instances of a multi-create together); 0 when it fitted in free room,
-    so ``_count`` is the number of requests placed.
-``opie_claim_conflicts_total{writer}`` (counter)
-    Writes Placement refused because the host changed since it was read
-    (another worker, the reconciler or Nova wrote to it). ``writer`` is
-    ``scheduler`` or ``reconciler``.
-``opie_claim_retries_total`` (counter)
-    Claims decided anew on the same host after a refused write or a
-    victim found gone.
-``opie_claim_hosts_abandoned_total`` (counter)
-    Hosts a request gave up after that many retries in a row; Nova then
-    tries its next host.
-``opie_no_room_total{preemptible}`` (counter)
-    Requests that failed with NoValidHost (``preemptible``: ``true`` or
-    ``false``, the request's kind; ``unknown`` for a legacy call).
-    Normal requests failing mean that even
-    preempting could not make room.
-``opie_reconciler_repairs_total{kind}`` (counter)
-    Instances the reconciler took: ``claimed`` (claimed victims left
-    running) or ``overcommit`` (preemptibles of a host over capacity).
-``opie_select_destinations_seconds`` (histogram)
-    Time the scheduler took to answer ``select_destinations``, whether it
-    succeeded or not.
-``opie_notice_given_seconds`` (histogram)
-    Per victim given notice (:mod:`.notice`), the seconds from when its
-    notice could be read (its metadata written) to its stop: at least its
-    flavor's ``opie:notice``, unless it was spared or gone meanwhile
-    (then not counted). The contract, measured where it is kept.
-``opie_notice_held_seconds`` (histogram)
-    Per request whose victims were given notice, the seconds its answer
-    was held for the notices and the stops: what notice adds to a normal
-    request's latency.
-``opie_safe_mode`` (gauge)
-    1 when ``opie-scheduler`` runs in safe mode (a Nova this OPIE was not
-    built for: :mod:`.safe_mode`): nothing is preempted. Alert on it.
-``opie_lease_holder`` (gauge)
-    1 on the worker that held the reconciler's lease (:mod:`.lease`) at
-    its last reconcile period, 0 elsewhere: the sum over all workers is 1
-    when the reconciler runs.
-``opie_last_reconcile_success_timestamp_seconds`` (gauge)
-    When this worker last finished a reconcile pass (Unix time; 0 if it
-    never did). Passes stopped by a lost lease or a Placement error do not
-    count. Alert on ``time() - max(...)``.
-``opie_capacity{aggregate, resource}`` (gauge)
-    Per host class, the schedulable capacity of its hosts, per standard
-    resource class (``resource``: ``VCPU``, ``MEMORY_MB``, ``DISK_GB``).
-    A host class is a Nova host aggregate: what an operator adds hosts to
-    and ties flavors and availability zones to, so where capacity runs
-    short is where to add hosts. A host in several aggregates counts in
-    each, one in none under ``(none)`` (:data:`NO_AGGREGATE`).
-``opie_normal_free{aggregate, resource}`` (gauge)
-    The room a normal request can still get there: capacity less normal
-    usage (h_n), preempting where it must.
-``opie_preemptible_free{aggregate, resource}`` (gauge)
-    The room a preemptible request can get there: capacity less all usage
-    (h_f). The room preemptible instances hold is the difference of the
-    two.
-
-    These three are the lease holder's only, from the inventories and
-    usages its reconcile pass reads from Placement anyway (no request
-    more), as fresh as its last pass; each host's room counts from 0 (an
-    overcommitted host has none, and takes none from the others).
-
-Export: set ``[opie] metrics_dir`` to node_exporter's textfile collector
-directory (``--collector.textfile.directory``). Each worker then writes
-its file there, atomically (a new file renamed over the old), every
-``[opie] heartbeat_interval`` seconds and after each preemption.
-
-Worker identity: a worker takes the lowest free *slot* of its service
-(Nova's ``[DEFAULT] host``) in the directory, holding an exclusive
-``flock`` on ``opie-scheduler.<host>.<slot>.lock`` for its life, and
-writes ``opie-scheduler.<host>.<slot>.prom`` with the labels ``host`` and
-``worker`` (the slot) on every sample. The kernel drops a dead worker's
-lock, so the worker Nova forks in its place takes its slot, file and
-series again: restarts make no new series, and a worker's counters
-restarting at zero are a counter reset to ``rate()`` and ``increase()``.
-Sum over workers: ``sum by (mode) (rate(opie_preemptions_total[5m]))``.
-Each write removes the files and locks of slots no process holds (workers
-gone for good, ``[scheduler] workers`` lowered, files of older OPIE
-releases named by pid); the directory's own ``opie-scheduler.lock``
-orders claims and removals. Unset (the default), nothing is written.
-
-Tuning: ``[opie] heartbeat_interval`` sets how often files are rewritten,
-``[opie] reconcile_interval`` how fresh the lease, reconcile and capacity
-gauges are; host aggregates are the host classes.
+The metrics, their labels and the export: ``doc/source/operator/
+monitoring.rst``.
 """
 import contextlib
 import fcntl

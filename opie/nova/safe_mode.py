@@ -42,8 +42,8 @@ from nova.scheduler import manager
 
 from opie.nova import compat
 from opie.nova import conf as opie_conf
-from opie.nova import heartbeat
 from opie.nova import metrics
+from opie.nova.periodic import heartbeat
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF

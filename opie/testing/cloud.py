@@ -59,12 +59,12 @@ from placement.handlers import allocation as placement_allocation
 
 from opie.core import flavor_spec
 from opie.core import preemptible
-from opie.nova import claim
-from opie.nova import hoststate
 from opie.nova import manager as opie_manager
-from opie.nova import notify
-from opie.nova import terminate
-from opie.nova import token
+from opie.nova import notifications
+from opie.nova.request import cas
+from opie.nova.request import claim
+from opie.nova.request import host_records
+from opie.nova.request import terminate
 from opie.testing import harness
 
 
@@ -139,7 +139,7 @@ class OpieCloud(harness.OpieHarness):
             if pending:
                 pending.pop()()
             return real(*args, **kwargs)
-        self.stub_out('opie.nova.claim.write', write)
+        self.stub_out('opie.nova.request.claim.write', write)
 
     def inside_write(self, competitor, names):
         """Run ``competitor()`` once inside Placement, in the first
@@ -159,15 +159,15 @@ class OpieCloud(harness.OpieHarness):
     def inside_host_read(self, competitor, after=False):
         """Run ``competitor()`` once inside Placement, in the first read of
         a compute node's allocations a scheduler worker makes to decide on
-        it (:func:`opie.nova.hoststate.read_host`; the computes' own reads
-        are left alone): before the query runs, or once it ran and before
+        it (:func:`opie.nova.request.host_records.read_host`; the computes' own
+        reads are left alone): before the query runs, or once it ran and before
         the answer goes back if ``after``."""
         pending = [competitor]
         # Thread -> reads of a host for a worker under way in it (nested:
         # the competitor's own), as wsgi-intercept answers in the caller's
         # thread.
         reading = collections.Counter()
-        read_host = hoststate.read_host
+        read_host = host_records.read_host
         real = placement_allocation.alloc_obj.get_all_by_resource_provider
 
         def worker_read(*args, **kwargs):
@@ -185,7 +185,7 @@ class OpieCloud(harness.OpieHarness):
             if pending and ours:
                 pending.pop()()
             return found
-        self.stub_out('opie.nova.hoststate.read_host', worker_read)
+        self.stub_out('opie.nova.request.host_records.read_host', worker_read)
         self.stub_out('placement.objects.allocation.'
                       'get_all_by_resource_provider',
                       get_all_by_resource_provider)
@@ -211,7 +211,7 @@ class OpieCloud(harness.OpieHarness):
             if pending:
                 pending.pop()()
             return why
-        self.stub_out('opie.nova.terminate.spared', spared)
+        self.stub_out('opie.nova.request.terminate.spared', spared)
         return pending
 
     def claim_without_terminating(self, name, host):
@@ -222,7 +222,8 @@ class OpieCloud(harness.OpieHarness):
         client = self.scheduler.manager.placement_client
         context = nova_context.get_admin_context()
         self.assertIsNotNone(claim.write(
-            client, context, rp, hoststate.read_host(client, context, rp)[0],
+            client, context, rp,
+            host_records.read_host(client, context, rp)[0],
             {uuid: claim.emptied(claim.read_victim(client, context,
                                                    uuid))}))
         return uuid
@@ -316,15 +317,15 @@ class OpieCloud(harness.OpieHarness):
         # One write with the host's token, as the scheduler's claim of a
         # boot makes it (no worker learns the token's generation).
         rp = self._get_provider_uuid_by_host(host)
-        held = token.parse(self.placement.get(
-            '/allocations/%s' % token.consumer(rp), version='1.28').body)
+        held = cas.parse(self.placement.get(
+            '/allocations/%s' % cas.consumer(rp), version='1.28').body)
         response = self.placement.post('/allocations', {
             uuid: {'allocations': {rp: {'resources': scheduler_utils.
                                         resources_from_flavor_and_bfv(
                                             flavor, False)}},
                    'project_id': project, 'user_id': user,
                    'consumer_generation': None},
-            token.consumer(rp): token.entry(rp, held)}, version='1.28')
+            cas.consumer(rp): cas.entry(rp, held)}, version='1.28')
         self.assertEqual(204, response.status, response.body)
         if not preemptible:
             self.normal_servers.add(uuid)
@@ -434,7 +435,7 @@ class OpieCloud(harness.OpieHarness):
         """The ``opie.preempt.end`` notifications sent so far, each
         payload as plain data (:meth:`data`)."""
         return [dict(message, payload=self.data(message['payload']))
-                for message in self.notifications(notify.END)]
+                for message in self.notifications(notifications.END)]
 
 
 def run_quietly(tests):

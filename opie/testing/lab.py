@@ -38,7 +38,7 @@ from opie.lab import cli
 from opie.lab import configs
 from opie.lab import process
 from opie.lab import settings
-from opie.nova import heartbeat
+from opie.nova.periodic import heartbeat
 
 LAB = settings.Lab.load()
 IMAGE = bootstrap.IMAGE

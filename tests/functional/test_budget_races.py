@@ -22,7 +22,7 @@ consumers, not fail.
 """
 from nova import context as nova_context
 
-from opie.nova import ledger
+from opie.nova.request import ledger
 from tests.functional import test_budgets
 from tests.functional import test_preemption
 

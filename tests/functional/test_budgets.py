@@ -16,7 +16,7 @@ A budget is a hard constraint of the victim search (issue 27): a request
 that only a budget-breaking set could serve fails, and its fault says why;
 two schedulers spending the last of one budget at once never end over it
 (Placement checks the ledger's capacity in the write that takes the
-victims, :mod:`opie.nova.ledger`); charges expire after the window; the
+victims, :mod:`opie.nova.request.ledger`); charges expire after the window; the
 charges of a request's first instance count for its second. Budgets are
 set with ``opie-manage budget``, run as in :mod:`tests.functional.
 test_audit`.
@@ -38,7 +38,7 @@ from oslo_utils import timeutils
 from opie.cmd import cloud as cmd_cloud
 from opie.cmd import rollback
 from opie.core import scheduling
-from opie.nova import ledger
+from opie.nova.request import ledger
 from tests.functional import test_audit
 from tests.functional import test_preemption
 
@@ -504,7 +504,7 @@ class KeeperRacesAnOperator(Budgets):
             if pending:
                 pending.pop()()
             return real(keeper, *args, **kwargs)
-        self.stub_out('opie.nova.ledger.Keeper._follow', follow)
+        self.stub_out('opie.nova.request.ledger.Keeper._follow', follow)
 
         ledger.Keeper(client).run(context, timeutils.utcnow(), 180)
 

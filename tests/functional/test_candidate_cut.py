@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""OPIE's cut of the candidates (:func:`opie.nova.hoststate.
+"""OPIE's cut of the candidates (:func:`opie.nova.request.host_records.
 first_candidates`) against a real in-process Placement: what Placement
 answers with ``limit`` + 1, cut by OPIE to ``limit``, is what Placement
 answers with ``limit`` itself, for every limit from 1 to one past the
@@ -28,7 +28,7 @@ from oslo_utils.fixture import uuidsentinel
 from placement.tests.functional.fixtures import placement as placement_fx
 import requests as http
 
-from opie.nova import hoststate
+from opie.nova.request import host_records
 
 VERSION = '1.36'
 HEADERS = {'x-auth-token': 'admin', 'OpenStack-API-Version':
@@ -114,7 +114,7 @@ def _opie(found, limit):
     before any probe (:class:`opie.nova.manager.ClaimingClient`)."""
     if len(found[0]) <= limit:
         return found
-    return hoststate.first_candidates(found, limit)
+    return host_records.first_candidates(found, limit)
 
 
 def test_the_cut_is_placements_own():

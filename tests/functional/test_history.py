@@ -32,8 +32,8 @@ from nova import objects
 
 from opie.cmd import manage
 from opie.core import scheduling
-from opie.nova import claim
-from opie.nova import terminate
+from opie.nova.request import claim
+from opie.nova.request import terminate
 from opie.testing import cloud
 from tests.functional import test_preemption
 from tests.functional import test_victims_left_running
@@ -274,7 +274,7 @@ class ClaimRefused(cloud.OpieCloud):
             if rp == busy:
                 return None
             return real(client, context, rp, *args, **kwargs)
-        self.stub_out('opie.nova.claim.write', write)
+        self.stub_out('opie.nova.request.claim.write', write)
         server = self.boot('medium', 'normal')
         self.wait_for_terminations()
         self.assertEqual('host-A', self.host_of(server))

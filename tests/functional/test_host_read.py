@@ -18,9 +18,9 @@ import types
 import pytest
 
 from opie.core import preemptible
-from opie.nova import claim
-from opie.nova import hoststate
-from opie.nova import token
+from opie.nova.request import cas
+from opie.nova.request import claim
+from opie.nova.request import host_records
 
 NODE = 'a1b2c3d4-0000-4000-8000-000000000001'
 
@@ -45,8 +45,8 @@ CONTEXT = types.SimpleNamespace(global_id='req-1')
 
 def test_the_token_and_every_consumers_usage_come_from_one_answer():
     placement = Placement({
-        token.consumer(NODE): {'resources': {preemptible.HOST_TOKEN: 1},
-                               'consumer_generation': 7},
+        cas.consumer(NODE): {'resources': {preemptible.HOST_TOKEN: 1},
+                             'consumer_generation': 7},
         'normal': {'resources': {'VCPU': 2, 'MEMORY_MB': 4000},
                    'consumer_generation': 1},
         'other': {'resources': {'VCPU': 4, 'DISK_GB': 40},
@@ -54,7 +54,7 @@ def test_the_token_and_every_consumers_usage_come_from_one_answer():
         'preemptible': {'resources': {preemptible.CUSTOM[0]: 8},
                         'consumer_generation': 0}})
 
-    generation, usages = hoststate.read_host(placement, CONTEXT, NODE)
+    generation, usages = host_records.read_host(placement, CONTEXT, NODE)
 
     assert generation == 7
     assert usages == {'VCPU': 6, 'MEMORY_MB': 4000, 'DISK_GB': 40,
@@ -67,22 +67,22 @@ def test_the_token_and_every_consumers_usage_come_from_one_answer():
 @pytest.mark.parametrize('allocations', [
     {}, {'instance': {'resources': {'VCPU': 1}, 'consumer_generation': 4}}])
 def test_a_host_without_its_token_is_at_no_generation(allocations):
-    generation, _ = hoststate.read_host(Placement(allocations), CONTEXT,
-                                        NODE)
+    generation, _ = host_records.read_host(Placement(allocations), CONTEXT,
+                                           NODE)
 
-    assert generation is token.ABSENT
+    assert generation is cas.ABSENT
 
 
 def test_another_nodes_token_is_not_this_ones():
     other = 'a1b2c3d4-0000-4000-8000-000000000002'
-    generation, _ = hoststate.read_host(Placement({
-        token.consumer(other): {'resources': {preemptible.HOST_TOKEN: 1},
-                                'consumer_generation': 5}}), CONTEXT, NODE)
+    generation, _ = host_records.read_host(Placement({
+        cas.consumer(other): {'resources': {preemptible.HOST_TOKEN: 1},
+                              'consumer_generation': 5}}), CONTEXT, NODE)
 
-    assert generation is token.ABSENT
+    assert generation is cas.ABSENT
 
 
-TOKEN = token.consumer(NODE)
+TOKEN = cas.consumer(NODE)
 
 
 @pytest.mark.parametrize('allocations', [
@@ -97,25 +97,25 @@ def test_an_answer_not_as_placement_lists_allocations_is_an_error(
     # One line naming the request, not a traceback nor a usage of 0.
     with pytest.raises(claim.ClaimError,
                        match='GET /resource_providers/%s/allocations' % NODE):
-        hoststate.read_host(Placement(allocations), CONTEXT, NODE)
+        host_records.read_host(Placement(allocations), CONTEXT, NODE)
 
 
 @pytest.mark.parametrize('body', [
     [], 'x', {'resource_provider_generation': 1}])
 def test_an_answer_without_allocations_is_an_error(body):
     with pytest.raises(claim.ClaimError, match='GET /resource_providers/'):
-        hoststate.read_host(Placement(None, body=body), CONTEXT, NODE)
+        host_records.read_host(Placement(None, body=body), CONTEXT, NODE)
 
 
 def test_a_token_at_no_generation_is_absent():
     # Placement refuses a write at null to an existing token: safe.
-    generation, _ = hoststate.read_host(Placement({TOKEN: {
+    generation, _ = host_records.read_host(Placement({TOKEN: {
         'resources': {preemptible.HOST_TOKEN: 1},
         'consumer_generation': None}}), CONTEXT, NODE)
 
-    assert generation is token.ABSENT
+    assert generation is cas.ABSENT
 
 
 def test_a_refused_read_is_an_error_not_an_empty_host():
     with pytest.raises(claim.ClaimError, match='GET /resource_providers/'):
-        hoststate.read_host(Placement({}, status=503), CONTEXT, NODE)
+        host_records.read_host(Placement({}, status=503), CONTEXT, NODE)

@@ -31,8 +31,8 @@ from nova import context as nova_context
 from nova.db.main import api as db_api
 from nova import objects
 
-from opie.nova import hoststate
-from opie.nova import instance_cache
+from opie.nova.request import host_records
+from opie.nova.request import instance_cache
 from opie.testing import cloud
 
 from tests.functional import test_preemption
@@ -98,8 +98,8 @@ class InstanceCache(cloud.OpieCloud):
         """What a request does first: bring the kept lists up to date."""
         ctxt = nova_context.get_admin_context()
         manager = self.scheduler.manager
-        loader = hoststate.InstanceLoader(ctxt, manager.host_manager.cells,
-                                          None, manager.instances)
+        loader = host_records.InstanceLoader(ctxt, manager.host_manager.cells,
+                                             None, manager.instances)
         for cell_uuid in manager.host_manager.cells:
             manager.instances.preemptibles(loader._read, cell_uuid, [])
 
@@ -194,8 +194,8 @@ class InstanceCache(cloud.OpieCloud):
             ctxt, self.server_id('A-0')).cell_mapping
         # The cache has seen B-2 go: B-3 is the only row it misses.
         manager = self.scheduler.manager
-        loader = hoststate.InstanceLoader(ctxt, manager.host_manager.cells,
-                                          None, manager.instances)
+        loader = host_records.InstanceLoader(ctxt, manager.host_manager.cells,
+                                             None, manager.instances)
         manager.instances.preemptibles(loader._read, mapping.uuid, [])
         b3 = self.server('B-3')
         self._delete_server(b3)
@@ -218,14 +218,15 @@ class FirstRead(cloud.OpieCloud):
         long_ago = timeutils.utcnow() - datetime.timedelta(hours=1)
         for server in self.api.get_servers():
             save(server['id'], updated_at=long_ago)
-        real = hoststate.InstanceLoader._read
+        real = host_records.InstanceLoader._read
         failures = [db_exc.DBConnectionError('the cell database is down')]
 
         def read(loader, cell_uuid, hosts=None, since=None):
             if hosts is not None and failures:
                 raise failures.pop()
             return real(loader, cell_uuid, hosts, since)
-        self.stub_out('opie.nova.hoststate.InstanceLoader._read', read)
+        self.stub_out(
+            'opie.nova.request.host_records.InstanceLoader._read', read)
         # A scheduler just started: nothing kept yet.
         self.scheduler.manager.instances = instance_cache.InstanceCache()
         self.boot('medium', 'during', expected_state='ERROR')

@@ -38,8 +38,8 @@ from nova import context as nova_context
 from nova.db.api import api as api_db
 from placement import db_api as placement_db
 
-from opie.nova import hoststate
-from opie.nova import instance_cache
+from opie.nova.request import host_records
+from opie.nova.request import instance_cache
 from opie.testing import cloud
 
 from tests.functional import test_preemption
@@ -50,12 +50,12 @@ def full_reads_of_host_a(test):
     host-A it made. The first may read host-A in full; later ones catch
     up from the cache."""
     reads = []
-    real = hoststate.InstanceLoader._read
+    real = host_records.InstanceLoader._read
 
     def spy(loader, cell_uuid, hosts=None, since=None):
         reads.append(tuple(hosts or ()))
         return real(loader, cell_uuid, hosts=hosts, since=since)
-    test.stub_out('opie.nova.hoststate.InstanceLoader._read', spy)
+    test.stub_out('opie.nova.request.host_records.InstanceLoader._read', spy)
     per_request = []
     for i in range(3):
         del reads[:]
@@ -172,7 +172,7 @@ class WarmStart(cloud.OpieCloud):
         ctxt = nova_context.get_admin_context()
         for host in ('host-A', 'host-B'):
             uuid = self._get_provider_uuid_by_host(host)
-            self.worker.tokens.learn(uuid, hoststate.read_host(
+            self.worker.tokens.learn(uuid, host_records.read_host(
                 self.worker.placement_client, ctxt, uuid)[0])
         self.worker.pre_start_hook(None)
         full_reads = self.boots(4)
@@ -189,8 +189,9 @@ class WarmStart(cloud.OpieCloud):
         def preemptibles(cache, *args, **kwargs):
             events.append('read')
             return real(cache, *args, **kwargs)
-        self.stub_out('opie.nova.instance_cache.InstanceCache.preemptibles',
-                      preemptibles)
+        self.stub_out(
+            'opie.nova.request.instance_cache.InstanceCache.preemptibles',
+            preemptibles)
 
         def collected(phase, info):
             if phase == 'stop' and info['generation'] == 2:
@@ -265,7 +266,7 @@ class WarmStart(cloud.OpieCloud):
     def spy_full_reads(self, failures=()):
         """Hosts of each full read the worker makes, from now; the first
         ``failures`` raised instead of reading."""
-        real = hoststate.InstanceLoader._read
+        real = host_records.InstanceLoader._read
         failures = list(failures)
         full_reads = []
 
@@ -275,7 +276,8 @@ class WarmStart(cloud.OpieCloud):
                 if failures:
                     raise failures.pop()
             return real(loader, cell_uuid, hosts, since)
-        self.stub_out('opie.nova.hoststate.InstanceLoader._read', read)
+        self.stub_out(
+            'opie.nova.request.host_records.InstanceLoader._read', read)
         return full_reads
 
     def test_a_database_down_during_warm_up_leaves_the_worker_serving(self):
@@ -310,7 +312,7 @@ class WarmStart(cloud.OpieCloud):
         # served (it reads host-B itself), a lock is set on host-B, the
         # warm-up goes on: host-B, kept by the request, is not read again
         # and the lock is seen as every request's change is.
-        self.stub_out('opie.nova.instance_cache.WARM_BATCH', 1)
+        self.stub_out('opie.nova.request.instance_cache.WARM_BATCH', 1)
         real = instance_cache.InstanceCache.preemptibles
         b2, b3, a0 = (self.server(n)['id'] for n in ('B-2', 'B-3', 'A-0'))
         served = []
@@ -322,8 +324,9 @@ class WarmStart(cloud.OpieCloud):
                 self.boots(1)
                 self.lock_as_operator(b3)
             return found
-        self.stub_out('opie.nova.instance_cache.InstanceCache.preemptibles',
-                      between)
+        self.stub_out(
+            'opie.nova.request.instance_cache.InstanceCache.preemptibles',
+            between)
         self.worker.pre_start_hook(None)
         self.assertEqual(1, len(served[0]), served)
         self.assertEqual([b2], self.victim_uuids())

@@ -23,7 +23,7 @@ from nova import context as nova_context
 from nova import objects
 
 from opie.core import contract
-from opie.nova import interruptions as nova_interruptions
+from opie.nova.periodic import interruptions as nova_interruptions
 from opie.testing import cloud
 from tests.functional import test_preemption
 

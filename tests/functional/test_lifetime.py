@@ -29,8 +29,8 @@ from nova import objects
 from oslo_utils import timeutils
 
 from opie.core import contract
-from opie.nova import notice
-from opie.nova import notify
+from opie.nova import notifications
+from opie.nova.request import notice
 from opie.testing import cloud
 from opie.testing import harness
 from tests.functional import test_notice
@@ -80,7 +80,7 @@ class LifetimeCloud(cloud.OpieCloud):
 
     def told(self):
         return [self.data(m['payload']) for m in
-                self.notifications(notify.START)]
+                self.notifications(notifications.START)]
 
     def preempt_at(self, server):
         return notice.parse(self.admin_api.get_server(

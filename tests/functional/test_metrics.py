@@ -31,9 +31,9 @@ from prometheus_client import parser
 import nova.conf
 from nova import context as nova_context
 
-from opie.nova import claim
 from opie.nova import metrics
-from opie.nova import notify
+from opie.nova import notifications
+from opie.nova.request import claim
 from opie.testing import cloud
 from tests.functional import test_preemption
 
@@ -74,7 +74,7 @@ class Metrics(cloud.OpieCloud):
         self.wait_for_terminations()
 
         [notification] = self.preempt_notifications()
-        self.assertEqual(notify.END, notification['event_type'])
+        self.assertEqual(notifications.END, notification['event_type'])
         self.assertEqual('INFO', notification['priority'])
         payload = notification['payload']
         [create] = [a for a in self.api.get_instance_actions(server['id'])
@@ -164,7 +164,7 @@ class Metrics(cloud.OpieCloud):
         test_preemption.fill_with_preemptibles(self)
         # A normal server written without the host token, as Nova's own
         # report client writes: host-A over capacity.
-        self.stub_out('opie.nova.plan.Plan.record_of',
+        self.stub_out('opie.nova.request.plan.Plan.record_of',
                       lambda plan, allocations: None)
         self.boot('medium', 'normal', host='host-A')
         repairs = value('opie_reconciler_repairs_total', kind='overcommit')
@@ -249,7 +249,7 @@ class Metrics(cloud.OpieCloud):
 
         def fail(*args, **kwargs):
             raise claim.ClaimError('Placement: 503')
-        self.stub_out('opie.nova.hoststate.read_usages', fail)
+        self.stub_out('opie.nova.request.host_records.read_usages', fail)
         self.manager._opie_reconcile(context)
 
         self.assertEqual(1, value('opie_lease_holder'))

@@ -19,9 +19,9 @@ from oslo_utils import timeutils
 import nova.conf
 from nova import context as nova_context
 
-from opie.nova import claim
-from opie.nova import give_back
-from opie.nova import notify
+from opie.nova import notifications
+from opie.nova.request import claim
+from opie.nova.request import give_back
 from opie.testing import cloud
 
 CONF = nova.conf.CONF
@@ -62,12 +62,12 @@ class MultiCreate(cloud.OpieCloud):
         self.assertEqual(1, self.select_destinations.call_count)
         self.assertEqual(['big-1', 'big-2', 'normal-A', 'normal-B'],
                          self.live_names())
-        notifications = self.preempt_notifications()
-        victims = [v['uuid'] for n in notifications
+        sent = self.preempt_notifications()
+        victims = [v['uuid'] for n in sent
                    for v in n['payload']['victims']]
         self.assertEqual(4, len(set(victims)))
         self.assertEqual(['host-A', 'host-B'],
-                         sorted(n['payload']['host'] for n in notifications))
+                         sorted(n['payload']['host'] for n in sent))
         self.assert_within_capacity()
 
     def test_no_notification_holds_up_a_termination(self):
@@ -89,7 +89,8 @@ class MultiCreate(cloud.OpieCloud):
         self.wait_for_terminations()
 
         self.assertEqual(['terminated'] * 4 + ['notified'] * 2, events)
-        self.assertEqual(notify.RETRY, terminator.notifier.notifier.retry)
+        self.assertEqual(notifications.RETRY,
+                         terminator.notifier.notifier.retry)
 
     def test_request_that_cannot_be_fully_placed_terminates_nothing(self):
         servers = self.create(3, 'ERROR')
@@ -113,7 +114,7 @@ class MultiCreate(cloud.OpieCloud):
             if pending:
                 pending.pop()()
             return real(*args)
-        self.stub_out('opie.nova.give_back.on_host', on_host)
+        self.stub_out('opie.nova.request.give_back.on_host', on_host)
 
     def test_victims_placement_could_not_take_back_get_it_later(self):
         # Placement fails while the failed request gives its victims back:
@@ -122,14 +123,14 @@ class MultiCreate(cloud.OpieCloud):
             raise claim.ClaimError('POST /allocations: 503 Service '
                                    'Unavailable')
         real = give_back.on_host
-        self.stub_out('opie.nova.give_back.on_host',
+        self.stub_out('opie.nova.request.give_back.on_host',
                       lambda *args: placement_down())
 
         servers = self.create(3, 'ERROR')
         self.assertIn('No valid host', servers[0]['fault']['message'])
         self.assertNotEqual(self.usages,
                             {host: self.usage(host) for host in self.HOSTS})
-        self.stub_out('opie.nova.give_back.on_host', real)
+        self.stub_out('opie.nova.request.give_back.on_host', real)
 
         # Placement is back: the reconciler gives them their room back
         # rather than terminating them as victims left running.

@@ -27,8 +27,8 @@ from oslo_utils import timeutils
 
 from opie.core import contract
 from opie.nova import metrics
-from opie.nova import notice
-from opie.nova import notify
+from opie.nova import notifications
+from opie.nova.request import notice
 from opie.testing import cloud
 from opie.testing import harness
 from opie.testing import notification_samples
@@ -51,7 +51,7 @@ class WatchedDriver(harness.PaperDriver):
         self.seen.append(('power_off', instance.uuid, dict(
             timeout=timeout, now=timeutils.utcnow(),
             metadata=dict(instance.metadata),
-            told=len(cloud.OpieCloud.notifications(notify.START)))))
+            told=len(cloud.OpieCloud.notifications(notifications.START)))))
         return super().power_off(instance, timeout, retry_interval)
 
     def destroy(self, context, instance, *args, **kwargs):
@@ -151,7 +151,7 @@ class Notice(NoticeCloud):
         self.assertLess(self.seen.index(('power_off', self.victim, off)),
                         self.seen.index(('spawn', server['id'], spawned)))
         # What its owner can read afterwards, and the operator.
-        [message] = self.notifications(notify.START)
+        [message] = self.notifications(notifications.START)
         payload = self.data(message['payload'])
         self.assertEqual((self.victim, NOTICE, server['id']),
                          (payload['victim']['uuid'], payload['notice'],

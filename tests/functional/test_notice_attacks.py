@@ -24,8 +24,8 @@ from nova import objects
 from oslo_utils import timeutils
 
 from opie.core import contract
-from opie.nova import notice
-from opie.nova import notify
+from opie.nova import notifications
+from opie.nova.request import notice
 from tests.functional import test_notice
 
 CONF = nova.conf.CONF
@@ -188,7 +188,7 @@ class NoticeAttacks(_Cloud):
         self.assertEqual([], pending)
         [spawned] = self.events('spawn', server['id'])
         self.assertNotIn(self.victim, spawned)
-        self.assertEqual([], self.notifications(notify.ERROR))
+        self.assertEqual([], self.notifications(notifications.ERROR))
         self.assert_within_capacity()
 
     # the reconciler ----------------------------------------------------
@@ -227,8 +227,8 @@ class NoticeAttacks(_Cloud):
         # Deleted once, by the reconciler; the worker found it gone.
         self.assertEqual([], self.events('power_off', self.victim))
         self.assertEqual(1, len(self.events('destroy', self.victim)))
-        self.assertEqual(1, len(self.notifications(notify.END)))
-        self.assertEqual([], self.notifications(notify.ERROR))
+        self.assertEqual(1, len(self.notifications(notifications.END)))
+        self.assertEqual([], self.notifications(notifications.ERROR))
         [spawned] = self.events('spawn', server['id'])
         self.assertNotIn(self.victim, spawned)
         self.assert_within_capacity()
@@ -277,8 +277,8 @@ class SecondWorker(_Cloud):
         p3 = [uuid for kind, uuid, _ in self.seen
               if kind == 'destroy' and uuid != self.victim]
         self.assertEqual(1, len(p3))
-        self.assertEqual(2, len(self.notifications(notify.START)))
-        self.assertEqual([], self.notifications(notify.ERROR))
+        self.assertEqual(2, len(self.notifications(notifications.START)))
+        self.assertEqual([], self.notifications(notifications.ERROR))
         for each in (server, second[0]):
             self.assertEqual('host-A', self.host_of(each))
         self.assert_within_capacity()

@@ -19,7 +19,7 @@ import oslo_messaging
 
 import nova.conf
 
-from opie.nova import notify
+from opie.nova import notifications
 from opie.testing import notification_samples
 from tests.functional import test_telling
 
@@ -42,7 +42,7 @@ class Samples(test_telling.OneHost):
         server = self.boot('large', 'normal')
         self.wait_for_terminations()
 
-        [message] = self.notifications(notify.END)
+        [message] = self.notifications(notifications.END)
         self.assert_like_sample('opie-preempt-end', message)
         [notification] = self.preempt_notifications()
         payload = notification['payload']
@@ -51,7 +51,7 @@ class Samples(test_telling.OneHost):
                           payload['host'], payload['mode']))
         self.assertEqual(self.owner.project_id,
                          payload['victims'][0]['project_id'])
-        self.assertEqual([], self.notifications(notify.ERROR))
+        self.assertEqual([], self.notifications(notifications.ERROR))
 
     def test_a_failed_termination_is_notified_as_its_sample(self):
         # The delete's message to the victim's compute is lost: the
@@ -64,7 +64,7 @@ class Samples(test_telling.OneHost):
         server = self.boot('large', 'normal')
         self.wait_for_terminations()
 
-        [message] = self.notifications(notify.ERROR)
+        [message] = self.notifications(notifications.ERROR)
         self.assert_like_sample('opie-preempt-error', message)
         payload = self.data(message['payload'])
         self.assertEqual(

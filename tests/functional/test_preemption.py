@@ -23,7 +23,7 @@ import os
 import nova.conf
 from nova.tests.fixtures import glance
 
-from opie.nova import heartbeat
+from opie.nova.periodic import heartbeat
 from opie.testing import cloud
 
 CONF = nova.conf.CONF

@@ -23,8 +23,8 @@ room.
 """
 import fixtures
 
-from opie.nova import claim
-from opie.nova import token
+from opie.nova.request import cas
+from opie.nova.request import claim
 from opie.testing import cloud
 from tests.functional import test_preemption
 
@@ -126,7 +126,7 @@ class Race(cloud.OpieCloud):
                               after=after)
         # A host read as its token and then its usage: two reads, the
         # usage newer than the generation.
-        tokens = {token.consumer(self._get_provider_uuid_by_host(host))
+        tokens = {cas.consumer(self._get_provider_uuid_by_host(host))
                   for host in ('host-A', 'host-B')}
         apart = []
         read_consumer = claim.read_consumer
@@ -135,9 +135,9 @@ class Race(cloud.OpieCloud):
             if uuid in tokens:
                 apart.append(uuid)
             return read_consumer(client, context, uuid)
-        self.stub_out('opie.nova.claim.read_consumer', spied)
+        self.stub_out('opie.nova.request.claim.read_consumer', spied)
         self.useFixture(fixtures.MockPatch(
-            'opie.nova.hoststate.read_usages',
+            'opie.nova.request.host_records.read_usages',
             side_effect=lambda *args: apart.append('usages')))
         calls = []
         self.count_placement_calls(calls)

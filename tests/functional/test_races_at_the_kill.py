@@ -125,14 +125,15 @@ class ClockSkew(attack.AttackBase):
                                       mapping.cell_mapping) as cctxt:
             db.instance_update(cctxt, late['id'], {'updated_at': skew})
         before = len(self.victim_uuids())
-        from opie.nova import hoststate
+        from opie.nova.request import host_records
         reads = []
-        real = hoststate.InstanceLoader._read
+        real = host_records.InstanceLoader._read
 
         def spy(loader, cell_uuid, hosts=None, since=None):
             reads.append((tuple(hosts or ()), since))
             return real(loader, cell_uuid, hosts=hosts, since=since)
-        self.stub_out('opie.nova.hoststate.InstanceLoader._read', spy)
+        self.stub_out(
+            'opie.nova.request.host_records.InstanceLoader._read', spy)
 
         server = self.boot('medium', 'normal')
         self.wait_for_terminations()

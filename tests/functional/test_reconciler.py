@@ -26,7 +26,7 @@ import nova.conf
 from nova import context as nova_context
 from nova import objects
 
-from opie.nova import lease
+from opie.nova.periodic import leader
 from opie.testing import cloud
 from tests.functional import test_preemption
 
@@ -46,7 +46,7 @@ class Reconciler(cloud.OpieCloud):
     def overcommit(self, host):
         """A normal server placed by a write without the host token (as
         Nova's own report client writes): ``host`` is over capacity."""
-        self.stub_out('opie.nova.plan.Plan.record_of',
+        self.stub_out('opie.nova.request.plan.Plan.record_of',
                       lambda plan, allocations: None)
         self.boot('medium', 'normal', host=host)
 
@@ -130,8 +130,8 @@ class Reconciler(cloud.OpieCloud):
         self.boot('medium', 'normal', host='host-B')
         clock = [0.0]
         client = self.manager.placement_client
-        first = lease.Lease(client, 'sched-1', 30, lambda: clock[0])
-        second = lease.Lease(client, 'sched-2', 30, lambda: clock[0])
+        first = leader.Leadership(client, 'sched-1', 30, lambda: clock[0])
+        second = leader.Leadership(client, 'sched-2', 30, lambda: clock[0])
         other = self.other_worker().reconciler
         self.assertTrue(first.acquire(self.context))
         self.assertFalse(second.acquire(self.context))
@@ -295,7 +295,7 @@ class ForcedMoves(cloud.OpieCloud):
         self.assert_repaired()
 
 
-class Lease(cloud.OpieCloud):
+class Leadership(cloud.OpieCloud):
     """Two scheduler processes (any hosts, any workers): one reconciles."""
 
     def setUp(self):
@@ -304,8 +304,8 @@ class Lease(cloud.OpieCloud):
         self.now = [0.0]
         clock = lambda: self.now[0]  # noqa: E731
         client = self.scheduler.manager.placement_client
-        self.first = lease.Lease(client, 'sched-1', 30, clock)
-        self.second = lease.Lease(client, 'sched-2', 30, clock)
+        self.first = leader.Leadership(client, 'sched-1', 30, clock)
+        self.second = leader.Leadership(client, 'sched-2', 30, clock)
 
     def test_one_holder_until_it_stops_renewing(self):
         self.assertTrue(self.first.acquire(self.context))
@@ -323,8 +323,8 @@ class Lease(cloud.OpieCloud):
 
     def test_two_takers_of_an_expired_lease_one_wins(self):
         self.assertTrue(self.first.acquire(self.context))
-        third = lease.Lease(self.scheduler.manager.placement_client,
-                            'sched-3', 30, lambda: self.now[0])
+        third = leader.Leadership(self.scheduler.manager.placement_client,
+                                  'sched-3', 30, lambda: self.now[0])
         for contender in (self.second, third):
             self.assertFalse(contender.acquire(self.context))
         self.now[0] += 30
@@ -350,8 +350,8 @@ class Lease(cloud.OpieCloud):
     def test_forked_workers_hold_it_under_names_of_their_own(self):
         # Nova creates the manager, and its lease, before it forks the
         # workers of one scheduler service: same host, same object.
-        worker = lease.Lease(self.scheduler.manager.placement_client,
-                             'sched-1', 30, lambda: self.now[0])
+        worker = leader.Leadership(self.scheduler.manager.placement_client,
+                                   'sched-1', 30, lambda: self.now[0])
         parent = worker.name
         self.assertTrue(worker.acquire(self.context))
         # This process is now a forked worker: the parent made the name.

@@ -30,8 +30,8 @@ import nova.conf
 
 from opie.cmd import rollback
 from opie.core import preemptible
-from opie.nova import lease
-from opie.nova import token
+from opie.nova.periodic import leader
+from opie.nova.request import cas
 from tests.functional import test_audit
 
 CONF = nova.conf.CONF
@@ -75,7 +75,7 @@ class Rollback(test_audit.AuditCloud):
         return self.placement.get(url, version=version).body
 
     def token_of(self, host):
-        uuid = token.consumer(self._get_provider_uuid_by_host(host))
+        uuid = cas.consumer(self._get_provider_uuid_by_host(host))
         return self.placement_get('/allocations/%s' % uuid)['allocations']
 
     def inventory_classes(self, host):
@@ -85,7 +85,7 @@ class Rollback(test_audit.AuditCloud):
 
     def lease(self):
         return self.placement_get('/allocations/%s'
-                                  % lease.CONSUMER_UUID)['allocations']
+                                  % leader.CONSUMER_UUID)['allocations']
 
     def resource_classes(self):
         return {c['name'] for c in self.placement_get(
@@ -137,7 +137,7 @@ class Rollback(test_audit.AuditCloud):
             self.assertEqual({}, self.token_of(host))
         self.assertEqual({}, self.lease())
         self.assertEqual([], self.placement_get(
-            '/resource_providers?name=%s' % lease.PROVIDER_NAME)
+            '/resource_providers?name=%s' % leader.PROVIDER_NAME)
             ['resource_providers'])
 
         # The computes start without OPIE, and report no class of it.
@@ -149,7 +149,8 @@ class Rollback(test_audit.AuditCloud):
         code, out, _ = self.rollback()
         self.assertEqual(0, code, out)
         self.assertFalse(self.resource_classes() & (
-            set(preemptible.PROVIDER_CONFIG_CLASSES) | {lease.RESOURCE_CLASS}))
+            set(preemptible.PROVIDER_CONFIG_CLASSES)
+            | {leader.RESOURCE_CLASS}))
         self.assertIn('nothing of OPIE is left in Placement', out)
 
         # Reinstall: provider configs back, computes and opie-scheduler

@@ -20,8 +20,8 @@ import nova.conf
 from nova import context as nova_context
 
 from opie.nova import compat
-from opie.nova import heartbeat
 from opie.nova import metrics
+from opie.nova.periodic import heartbeat
 from opie.testing import cloud
 from tests.functional import test_preemption
 

@@ -22,7 +22,7 @@ from oslo_config import cfg
 import pytest
 
 from opie.nova import conf as opie_conf
-from opie.nova import terminate
+from opie.nova.request import terminate
 
 PASSWORD = ('auth_type = password\nauth_url = http://keystone.test/v3\n'
             'username = %s\npassword = p\nproject_name = service\n'

@@ -15,8 +15,8 @@
 from nova import exception
 from nova import utils
 
-from opie.nova import snapshots
-from opie.nova import terminate
+from opie.nova.periodic import shelve_images
+from opie.nova.request import terminate
 from opie.testing import cloud
 from opie.testing import harness
 
@@ -106,7 +106,7 @@ class Shelve(OneHost):
                 if i['name'].endswith('-shelved')]
 
     def clean_snapshots(self):
-        return snapshots.clean(
+        return shelve_images.clean(
             self.scheduler.manager.terminator.service_context())
 
     def test_snapshots_are_cleaned_once_no_longer_used(self):

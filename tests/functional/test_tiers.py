@@ -27,7 +27,7 @@ from nova import context as nova_context
 from oslo_utils import timeutils
 
 from opie.core import scheduling
-from opie.nova import hoststate
+from opie.nova.request import host_records
 from opie.testing import cloud
 from opie.testing import harness
 
@@ -175,14 +175,15 @@ class MinimumUptime(TermsCloud):
         self.fill_with_normal('host-B')
         pending = [lambda: self.set_launched_at(old[0]['id'], 1,
                                                 created=False)]
-        real = hoststate.InstanceLoader.not_victims
+        real = host_records.InstanceLoader.not_victims
 
         def not_victims(loader, *args, **kwargs):
             if pending:
                 pending.pop()()
             return real(loader, *args, **kwargs)
-        self.stub_out('opie.nova.hoststate.InstanceLoader.not_victims',
-                      not_victims)
+        self.stub_out(
+            'opie.nova.request.host_records.InstanceLoader.not_victims',
+            not_victims)
 
         self.boot('medium', 'normal')
         self.wait_for_terminations()
@@ -218,7 +219,7 @@ class ReconcilerKeepsTheTerms(TermsCloud):
         """A normal server placed by a write without the host token (as
         Nova's own report client writes), while ``servers`` were old
         enough to make room: ``host`` is over capacity."""
-        self.stub_out('opie.nova.plan.Plan.record_of',
+        self.stub_out('opie.nova.request.plan.Plan.record_of',
                       lambda plan, allocations: None)
         self.boot('medium', 'normal', host=host)
         for server, minutes in servers.items():

@@ -12,13 +12,13 @@
 
 """A victim's row, read again before the write, has the last word.
 
-:func:`opie.nova.hoststate._rows` asks the cell database for the victims'
-rows with Nova's ``deleted: False`` filter (a deleted row: its ``deleted``
-column is not 0; a soft-deleted one: its VM state), sorted so that SQLite
-finds them through the index of uuids. Nova's filter in Nova's order is
+:func:`opie.nova.request.host_records._rows` asks the cell database for the
+victims' rows with Nova's ``deleted: False`` filter (a deleted row: its
+``deleted`` column is not 0; a soft-deleted one: its VM state), sorted so that
+SQLite finds them through the index of uuids. Nova's filter in Nova's order is
 the oracle: for random row states, both give the same rows, and
-:meth:`~opie.nova.hoststate.InstanceLoader.not_victims` the same answer,
-which is what the guarantee, written out on its own, gives; a row whose
+:meth:`~opie.nova.request.host_records.InstanceLoader.not_victims` the same
+answer, which is what the guarantee, written out on its own, gives; a row whose
 ``deleted`` column Nova would not write (NULL, or neither 0 nor the row's
 id) is left out as Nova leaves it; and the rows are found through an
 index on their uuids, not by walking every row not deleted.
@@ -38,7 +38,7 @@ from nova import context as nova_context
 from nova.db.main import api as db_api
 from nova import objects
 
-from opie.nova import hoststate
+from opie.nova.request import host_records
 from opie.testing import cloud
 
 from tests.functional import test_preemption
@@ -113,9 +113,9 @@ class VictimRows(cloud.OpieCloud):
 
     def loader_record(self, host):
         manager = self.scheduler.manager
-        loader = hoststate.InstanceLoader(
+        loader = host_records.InstanceLoader(
             self.ctxt, manager.host_manager.cells, None)
-        record = hoststate.HostRecord(
+        record = host_records.HostRecord(
             uuid=self._get_provider_uuid_by_host(host), host=host,
             nodename=host, cell_uuid=self.cell.uuid,
             capacity=None, normal_used=None)
@@ -140,7 +140,8 @@ class VictimRows(cloud.OpieCloud):
             uuids = rng.sample(asked, rng.randint(1, len(asked)))
             with nova_context.target_cell(self.ctxt, self.cell) as cctxt:
                 rows = nova_rows(cctxt, uuids)
-                found = sorted(i.uuid for i in hoststate._rows(cctxt, uuids))
+                found = sorted(
+                    i.uuid for i in host_records._rows(cctxt, uuids))
             self.assertEqual(sorted(i.uuid for i in rows), found,
                              'step %d' % step)
             now = timeutils.utcnow()
@@ -152,8 +153,8 @@ class VictimRows(cloud.OpieCloud):
                                   if may_be_taken(i, host)},
                     refused, 'step %d on %s' % (step, host))
                 victims.update(set(uuids) - refused)
-                with fixtures.MonkeyPatch('opie.nova.hoststate._rows',
-                                          nova_rows):
+                with fixtures.MonkeyPatch(
+                        'opie.nova.request.host_records._rows', nova_rows):
                     self.assertEqual(
                         loader.not_victims(record, uuids, now), refused,
                         'step %d on %s' % (step, host))
@@ -178,7 +179,7 @@ class VictimRows(cloud.OpieCloud):
             with nova_context.target_cell(self.ctxt, self.cell) as cctxt:
                 write(cctxt, uuid, value)
                 self.assertEqual([], list(nova_rows(cctxt, [uuid])))
-                self.assertEqual([], list(hoststate._rows(cctxt, [uuid])))
+                self.assertEqual([], list(host_records._rows(cctxt, [uuid])))
             self.assertEqual({uuid}, loader.not_victims(
                 record, [uuid], timeutils.utcnow()))
 
@@ -194,7 +195,7 @@ class VictimRows(cloud.OpieCloud):
                         'before_cursor_execute', explain)
 
         with nova_context.target_cell(self.ctxt, self.cell) as cctxt:
-            self.assertEqual(2, len(hoststate._rows(cctxt, self.uuids[:2])))
+            self.assertEqual(2, len(host_records._rows(cctxt, self.uuids[:2])))
 
         self.assertIn('SEARCH instances USING INDEX', plans[0][0])
         self.assertIn('(uuid=?', plans[0][0])
@@ -210,17 +211,17 @@ class VictimRows(cloud.OpieCloud):
             every = objects.InstanceList.get_by_filters(
                 cctxt, {'uuid': [uuid]}, expected_attrs=['flavor'])
             self.assertEqual([False], [i.deleted for i in every])
-            self.assertEqual([], list(hoststate._rows(cctxt, [uuid])))
+            self.assertEqual([], list(host_records._rows(cctxt, [uuid])))
             self.assertEqual([], list(nova_rows(cctxt, [uuid])))
             instance.vm_state = vm_states.ACTIVE
             instance.save()
             self.assertEqual([uuid], [i.uuid for i in
-                                      hoststate._rows(cctxt, [uuid])])
+                                      host_records._rows(cctxt, [uuid])])
             instance.destroy()
             every = objects.InstanceList.get_by_filters(
                 cctxt, {'uuid': [uuid]}, expected_attrs=['flavor'])
             self.assertEqual([True], [i.deleted for i in every])
-            self.assertEqual([], list(hoststate._rows(cctxt, [uuid])))
+            self.assertEqual([], list(host_records._rows(cctxt, [uuid])))
             self.assertEqual([], list(nova_rows(cctxt, [uuid])))
 
 
@@ -240,14 +241,15 @@ class OwnerBetweenReadAndWrite(cloud.OpieCloud):
         """Run ``act()`` once, right before a victim's row is read again;
         the list returned is empty once it ran."""
         pending = [act]
-        real = hoststate.InstanceLoader.not_victims
+        real = host_records.InstanceLoader.not_victims
 
         def not_victims(loader, record, uuids, now):
             if pending and self.b3['id'] in uuids:
                 pending.pop()()
             return real(loader, record, uuids, now)
-        self.stub_out('opie.nova.hoststate.InstanceLoader.not_victims',
-                      not_victims)
+        self.stub_out(
+            'opie.nova.request.host_records.InstanceLoader.not_victims',
+            not_victims)
         return pending
 
     def assert_not_taken(self, count):
@@ -315,7 +317,7 @@ class SecondWorkerBetweenReadAndWrite(cloud.OpieCloud):
         # this one is about to read B-2's row again.
         cheapest = sorted(self.server(n)['id'] for n in ('B-2', 'B-3'))
         pending = [True]
-        real = hoststate.InstanceLoader.not_victims
+        real = host_records.InstanceLoader.not_victims
 
         def not_victims(loader, *args, **kwargs):
             if pending:
@@ -323,8 +325,9 @@ class SecondWorkerBetweenReadAndWrite(cloud.OpieCloud):
                 with self.served_by(self.other):
                     self.boot('medium', 'second')
             return real(loader, *args, **kwargs)
-        self.stub_out('opie.nova.hoststate.InstanceLoader.not_victims',
-                      not_victims)
+        self.stub_out(
+            'opie.nova.request.host_records.InstanceLoader.not_victims',
+            not_victims)
 
         self.boot('medium', 'first')
         self.wait_for_terminations()

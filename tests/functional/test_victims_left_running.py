@@ -31,7 +31,7 @@ import nova.conf
 from nova import context as nova_context
 from nova import objects
 
-from opie.nova import terminate
+from opie.nova.request import terminate
 from opie.testing import cloud
 from tests.functional import test_preemption
 
@@ -121,7 +121,7 @@ class ThreeHosts(AttackBase):
                 dying.pop()
                 raise SystemExit()
             return real(*args)
-        self.stub_out('opie.nova.terminate.Terminator._record_action',
+        self.stub_out('opie.nova.request.terminate.Terminator._record_action',
                       staticmethod(record_action))
         grace = CONF.opie.claimed_grace_period
         self.manager.reconciler.run(self.context, now=self.now)
@@ -177,7 +177,7 @@ class ReconcilerRepairHealed(AttackBase):
         # The reconciler takes A-0 to repair host-A's overcommit; an
         # operator heals allocations before the kill: A-0 holds its room
         # on host-A again, the very host that needs it.
-        self.stub_out('opie.nova.plan.Plan.record_of',
+        self.stub_out('opie.nova.request.plan.Plan.record_of',
                       lambda plan, allocations: None)
         self.boot('medium', 'normal', host='host-A')
         a0 = self.server('A-0')['id']

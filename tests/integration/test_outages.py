@@ -48,7 +48,7 @@ import pytest
 from opie.lab import faults
 from opie.lab import process
 from opie.lab import servers as lab_servers
-from opie.nova import lease
+from opie.nova.periodic import leader
 from opie.testing import lab
 
 pytestmark = pytest.mark.usefixtures('faulty_schedulers')
@@ -237,7 +237,7 @@ def _orphans():
     found = {}
     for provider in client.get('/resource_providers').json()[
             'resource_providers']:
-        if provider['name'] == lease.PROVIDER_NAME:
+        if provider['name'] == leader.PROVIDER_NAME:
             continue
         allocations = client.get('/resource_providers/%s/allocations'
                                  % provider['uuid']).json()['allocations']

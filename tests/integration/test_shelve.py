@@ -24,7 +24,7 @@ import pytest
 
 from opie.lab import cli
 from opie.lab import configs
-from opie.nova import heartbeat
+from opie.nova.periodic import heartbeat
 from opie.testing import lab
 
 

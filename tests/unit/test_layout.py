@@ -43,9 +43,15 @@ others.
 
 ``tox -e py3`` runs ``tests/unit`` in a venv without Nova, so no unit test
 module may import Nova, neither itself nor through an OPIE module that
-imports Nova as it is imported (``opie.nova.hoststate``, say); tests that
-need Nova are functional tests (``tests/functional/plugin`` for the fast
-ones).
+imports Nova as it is imported (``opie.nova.request.host_records``, say);
+tests that need Nova are functional tests (``tests/functional/plugin`` for
+the fast ones).
+
+Inside the plugin, the request's room (``opie.nova.request``: what runs
+inside a scheduling request) imports nothing of the timers' room
+(``opie.nova.periodic``): the periodic tasks use the request's claim and
+termination, never the other way round, so a request never waits on what
+runs on timers.
 """
 import ast
 import importlib.util
@@ -72,6 +78,8 @@ CLIENT_ALLOWED = {('opie.bot.cli.demo', 'opie.testing.democloud')}
 CLIENT_CORE = 'opie.core.contract'
 CLIENT_BACKENDS = ('opie.bot.sim', 'opie.bot.openstack')
 CLIENT_FRONT_ENDS = ('opie.bot.cli', 'opie.bot.controller')
+# Room -> what it may not import.
+ROOMS = {'nova/request': ('opie.nova.periodic',)}
 # The client's layers, lowest first: each imports only its own and those
 # below it.  The simulator sits below the report, whose job status reads
 # the map choice that runs it.
@@ -330,6 +338,40 @@ def test_the_contract_brings_nothing_of_opie_along():
             if _under(name, ('opie', 'nova'))] == []
 
 
+def _room_violations():
+    return [found for room, forbidden in sorted(ROOMS.items())
+            for found in _found(_modules(room),
+                                lambda name: _under(name, forbidden))]
+
+
+def test_the_request_room_imports_nothing_of_the_timers_room():
+    assert _modules('nova/request') and _modules('nova/periodic')
+    assert _room_violations() == []
+
+
+def test_the_room_check_sees_a_request_import_a_timer(tmp_path,
+                                                      monkeypatch):
+    """The check itself: a request module importing the periodic room, by
+    name, through its package or relatively, lazily too; not the periodic
+    room importing the request's."""
+    _tree(tmp_path, monkeypatch, {
+        'opie/nova/__init__.py': '',
+        'opie/nova/request/__init__.py': '',
+        'opie/nova/request/claim.py':
+            'from opie.nova.periodic import leader\n',
+        'opie/nova/request/plan.py': ('from opie.nova import periodic\n'
+                                      'def later():\n'
+                                      '    from ..periodic import lifetime\n'),
+        'opie/nova/periodic/__init__.py': '',
+        'opie/nova/periodic/leader.py':
+            'from opie.nova.request import claim\n'})
+
+    assert _room_violations() == [
+        'opie/nova/request/claim.py:1 imports opie.nova.periodic',
+        'opie/nova/request/plan.py:1 imports opie.nova.periodic',
+        'opie/nova/request/plan.py:3 imports opie.nova.periodic']
+
+
 def _tree(tmp_path, monkeypatch, files):
     """Lay out ``files`` ({path: text}) in ``tmp_path`` and point the
     checks at it."""
@@ -431,7 +473,7 @@ def test_the_circle_check_sees_a_circle(tmp_path, monkeypatch):
 
 
 def test_no_unit_test_imports_nova():
-    assert 'opie.nova.hoststate' in _importing_nova()
+    assert 'opie.nova.request.host_records' in _importing_nova()
     assert _unit_tests_importing_nova() == []
 
 

@@ -24,8 +24,8 @@ import nova.conf
 from nova.scheduler import utils
 from nova.scheduler import weights
 
-from opie.nova import hoststate
-from opie.nova import plan as plan_mod
+from opie.nova.request import host_records
+from opie.nova.request import plan as plan_mod
 
 CONF = nova.conf.CONF
 
@@ -42,7 +42,7 @@ class OvercommitWeigher(weights.BaseHostWeigher):
     def _weigh_object(self, host_state, spec_obj):
         plan = plan_mod.current()
         if plan is None:
-            fits = hoststate.fits_host_state(host_state, spec_obj)
+            fits = host_records.fits_host_state(host_state, spec_obj)
         else:
             fits = plan.fits(host_state)
         return 0 if fits else -1

@@ -30,7 +30,7 @@ import nova.conf
 from nova.scheduler import utils
 from nova.scheduler import weights
 
-from opie.nova import plan as plan_mod
+from opie.nova.request import plan as plan_mod
 
 CONF = nova.conf.CONF
 

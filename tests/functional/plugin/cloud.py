@@ -15,10 +15,10 @@
 As Nova and blazar-nova test their filters and weighers: hosts are Nova's
 ``FakeHostState`` (``nova.tests.unit.scheduler.fakes``), requests Nova's
 ``RequestSpec``, ``[opie]`` options set on Nova's CONF (the ``opie_options``
-fixture of this directory's conftest). OPIE's :class:`~opie.nova.plan.Plan`
-is made as the manager makes it, with an instance loader that reads the
-cloud's lists instead of the cell databases; the filter and weighers run
-through Nova's own handlers.
+fixture of this directory's conftest). OPIE's
+:class:`~opie.nova.request.plan.Plan` is made as the manager makes it, with an
+instance loader that reads the cloud's lists instead of the cell databases; the
+filter and weighers run through Nova's own handlers.
 """
 import nova.conf
 from nova import objects
@@ -31,9 +31,9 @@ from opie.core import flavor_spec
 from opie.core import resources as res
 from opie.nova import conf as opie_conf
 from opie.nova import filters
-from opie.nova import hoststate
-from opie.nova import operations
-from opie.nova import plan as plan_mod
+from opie.nova.request import host_records
+from opie.nova.request import operations
+from opie.nova.request import plan as plan_mod
 from opie.nova.weights import overcommit
 from opie.nova.weights import preemption_cost
 from tests.unit.core import helpers
@@ -87,7 +87,7 @@ class Cloud:
 
     def record(self, name):
         """The HostRecord a provider summary gives the manager."""
-        return hoststate.HostRecord(
+        return host_records.HostRecord(
             uuid=name, host=name, nodename=name, cell_uuid='cell1',
             capacity=CAPACITY, normal_used=self.normal[name],
             preemptible_used=res.total(i.resources
@@ -122,7 +122,7 @@ class Cloud:
         """The plan the manager opens for ``request_spec``, every host
         added; the operation asked of Nova is ``operation``."""
         plan = plan_mod.Plan(
-            None, hoststate.request_of(request_spec),
+            None, host_records.request_of(request_spec),
             opie_conf.load_settings(nova.conf.CONF), self,
             operation=lambda: self.asked.append(operation) or operation,
             now=helpers.NOW)

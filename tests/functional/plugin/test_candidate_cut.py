@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Attacks on the candidate cut (:func:`opie.nova.hoststate.
+"""Attacks on the candidate cut (:func:`opie.nova.request.host_records.
 first_candidates`, :meth:`opie.nova.manager.ClaimingClient.
 get_allocation_candidates`) by random Placement answers, checked against
 a model of Placement's own cut (``RequestWideSearchContext.limit_results``):
@@ -35,8 +35,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from opie.core import preemptible
-from opie.nova import hoststate
 from opie.nova import manager
+from opie.nova.request import host_records
 
 VERSION = '1.36'
 
@@ -103,7 +103,7 @@ def opie_cut(answer, limit):
     before any probe."""
     if len(answer[0]) <= limit:
         return answer
-    return hoststate.first_candidates(answer, limit)
+    return host_records.first_candidates(answer, limit)
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
@@ -213,7 +213,7 @@ def test_nova_gets_placements_answer_and_no_free_host_is_hidden(hosts,
     resources = mock.Mock(_limit=limit)
     resources.merged_resources.return_value = {'VCPU': SIZE}
 
-    with mock.patch.object(hoststate, 'fit_probe', fit_probe):
+    with mock.patch.object(host_records, 'fit_probe', fit_probe):
         found = client.get_allocation_candidates('context', resources)
 
     assert resources._limit == limit

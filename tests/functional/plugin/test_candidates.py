@@ -21,8 +21,8 @@ from nova import objects
 from nova.scheduler import utils as scheduler_utils
 
 from opie.core import preemptible
-from opie.nova import hoststate
 from opie.nova import manager
+from opie.nova.request import host_records
 
 
 def _client(answer):
@@ -112,7 +112,8 @@ def test_a_probe_within_the_limit_proves_no_host_free():
     resources.merged_resources.return_value = {'VCPU': 1}
     probe = mock.Mock(_limit=2)
 
-    with mock.patch('opie.nova.hoststate.fit_probe', return_value=probe):
+    with mock.patch('opie.nova.request.host_records.fit_probe',
+                    return_value=probe):
         found = client.get_allocation_candidates('context', resources)
 
     # The probe's two hosts, as many as the limit, are all there is: none
@@ -148,7 +149,7 @@ def test_the_probe_asks_first_for_the_class_fewest_hosts_have_room_in():
                                           'used': memory_used},
             CUSTOM_PREEMPTIBLE_DISK_GB={'capacity': 2000, 'used': 640})}
 
-    probe = hoststate.fit_probe(resources, summaries)
+    probe = host_records.fit_probe(resources, summaries)
     probe._limit = 4
 
     asked = urllib.parse.parse_qs(probe.to_querystring())
@@ -172,7 +173,7 @@ def test_the_probe_asks_first_for_the_class_fewest_hosts_have_room_in():
 
 def test_a_probe_with_classes_it_did_not_rank_asks_them_in_novas_order():
     probe = _medium_request()
-    probe.__class__ = hoststate.Probe
+    probe.__class__ = host_records.Probe
     probe.order = ['VCPU']
 
     assert probe.to_querystring() == (

@@ -21,8 +21,8 @@ import pytest
 
 from opie.core import resources as res
 from opie.core import scheduling
-from opie.nova import operations
-from opie.nova import plan as plan_mod
+from opie.nova.request import operations
+from opie.nova.request import plan as plan_mod
 from tests.functional.plugin import cloud as cloud_mod
 from tests.functional.plugin.cloud import spec
 from tests.functional.plugin.cloud import victim

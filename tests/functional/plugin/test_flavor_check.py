@@ -20,7 +20,7 @@ import pytest
 from opie.core import contract
 from opie.core import flavor_spec
 from opie.nova import flavor_check
-from opie.nova import hoststate
+from opie.nova.request import host_records
 
 SIZE = dict(vcpus=2, memory_mb=4000, root_gb=40, ephemeral_gb=0, swap=0)
 OVERRIDES = flavor_spec.preemptible_specs(
@@ -44,8 +44,8 @@ def _warnings(caplog):
 
 
 def test_a_flavor_keeping_the_contract_is_preemptible(caplog):
-    assert hoststate.is_preemptible(_flavor('p.medium', OVERRIDES))
-    assert not hoststate.is_preemptible(_flavor('medium', {}))
+    assert host_records.is_preemptible(_flavor('p.medium', OVERRIDES))
+    assert not host_records.is_preemptible(_flavor('medium', {}))
     assert _warnings(caplog) == []
 
 
@@ -56,7 +56,7 @@ def test_a_flavor_keeping_the_contract_is_preemptible(caplog):
     dict(OVERRIDES, **{'resources:CUSTOM_PREEMPTIBLE_VCPU': '0'}),
 ])
 def test_a_marked_flavor_breaking_the_contract_is_normal(specs):
-    assert not hoststate.is_preemptible(_flavor('p.broken', specs))
+    assert not host_records.is_preemptible(_flavor('p.broken', specs))
 
 
 def test_the_warning_is_logged_once_per_flavor(caplog):
@@ -68,7 +68,7 @@ def test_the_warning_is_logged_once_per_flavor(caplog):
             # A request's flavor, then the instances' copies.
             for flavor in (broken, _flavor('p.broken', dict(
                     broken.extra_specs)), other):
-                hoststate.is_preemptible(flavor)
+                host_records.is_preemptible(flavor)
 
     found = _warnings(caplog)
     assert len(found) == 2
@@ -85,8 +85,8 @@ def test_the_warning_is_logged_once_per_flavor(caplog):
 
 def test_a_flavor_changed_since_is_checked_again(caplog):
     with caplog.at_level(logging.WARNING):
-        assert not hoststate.is_preemptible(
+        assert not host_records.is_preemptible(
             _flavor('p.medium', {contract.PREEMPTIBLE_SPEC: 'true'}))
-        assert hoststate.is_preemptible(_flavor('p.medium', OVERRIDES))
+        assert host_records.is_preemptible(_flavor('p.medium', OVERRIDES))
 
     assert len(_warnings(caplog)) == 1

@@ -20,7 +20,7 @@ import pytest
 
 from opie.core import flavor_spec
 from opie.nova import flavor_check
-from opie.nova import hoststate
+from opie.nova.request import host_records
 
 LAUNCHED = datetime.datetime(2026, 1, 1, 10, 0)
 OVERRIDES = flavor_spec.preemptible_specs(
@@ -56,8 +56,8 @@ def test_the_instance_carries_its_project_and_its_flavors_terms(
         opie_options):
     opie_options(minimum_uptime=300)
 
-    found = hoststate.core_instance(_instance(tier='2',
-                                              minimum_uptime='600'))
+    found = host_records.core_instance(_instance(tier='2',
+                                                 minimum_uptime='600'))
 
     assert (found.project_id, found.tier, found.minimum_uptime) == (
         'alpha', 2, 600)
@@ -66,7 +66,7 @@ def test_the_instance_carries_its_project_and_its_flavors_terms(
 def test_unset_terms_are_tier_0_and_opie_minimum_uptime(opie_options):
     opie_options(minimum_uptime=300)
 
-    found = hoststate.core_instance(_instance())
+    found = host_records.core_instance(_instance())
 
     assert (found.tier, found.minimum_uptime) == (0, 300)
 
@@ -87,7 +87,7 @@ def test_a_bad_term_is_its_default_and_warned_about_once(opie_options,
 
     with caplog.at_level(logging.WARNING):
         for _ in range(3):
-            found = hoststate.core_instance(_instance(
+            found = host_records.core_instance(_instance(
                 tier='gold', minimum_uptime='-1'))
 
     assert (found.tier, found.minimum_uptime) == (0, 300)
@@ -103,6 +103,6 @@ def test_a_bad_term_is_its_default_and_warned_about_once(opie_options,
 
 def test_a_hostile_value_stays_one_log_line(caplog):
     with caplog.at_level(logging.WARNING):
-        hoststate.core_instance(_instance(tier='1\nOPIE: forged'))
+        host_records.core_instance(_instance(tier='1\nOPIE: forged'))
 
     assert [len(m.splitlines()) for m in _warnings(caplog)] == [1]

@@ -11,14 +11,14 @@
 # under the License.
 
 """What a node's preemptible instances take, counted once per node by
-:meth:`opie.nova.hoststate.InstanceLoader.load`, follows a node read
+:meth:`opie.nova.request.host_records.InstanceLoader.load`, follows a node read
 again because Placement counts an instance the cache never saw: the
 claimed victims the read brings back are dropped (asked of Placement),
 not offered again."""
 from unittest import mock
 
 from opie.core import resources as res
-from opie.nova import hoststate
+from opie.nova.request import host_records
 from tests.unit.core import helpers
 
 CELL = 'cell'
@@ -50,7 +50,7 @@ class Cache:
 
 
 def _record(name, preemptible_used):
-    return hoststate.HostRecord(
+    return host_records.HostRecord(
         uuid='rp-' + name, host=name, nodename=name, cell_uuid=CELL,
         capacity=helpers.PAPER_HOST, normal_used=res.ZERO,
         preemptible_used=preemptible_used)
@@ -64,7 +64,7 @@ def _loader(cache, held=()):
     client = mock.Mock()
     client.get.return_value = mock.Mock(status_code=200, json=lambda: {
         'allocations': {'uuid-' + name: {} for name in held}})
-    return client, hoststate.InstanceLoader(
+    return client, host_records.InstanceLoader(
         mock.Mock(global_id='g'), {CELL: None}, client, cache)
 
 

@@ -11,8 +11,8 @@
 # under the License.
 
 """Which preemptibles are victims, as the scheduler reads them from Nova's
-instances (:func:`opie.nova.hoststate.core_instance`): whatever its owner
-does (lock, rescue, stop, suspend, pause), a preemptible stays a victim;
+instances (:func:`opie.nova.request.host_records.core_instance`): whatever its
+owner does (lock, rescue, stop, suspend, pause), a preemptible stays a victim;
 only an operator's lock protects it.
 
 Reading the lock from the cell databases, on a first read and past the
@@ -25,7 +25,7 @@ import types
 
 import pytest
 
-from opie.nova import hoststate
+from opie.nova.request import host_records
 from tests.functional.plugin.cloud import spec
 from tests.unit.core import helpers
 
@@ -58,7 +58,7 @@ def test_only_an_operators_lock_protects(cloud, locked_by, vm_state,
     # operator left it.
     instances = [_instance('p0', 5, locked_by, vm_state)] + [
         _instance('p%d' % i, 5 + 10 * i) for i in range(1, 4)]
-    cloud.host('h', preemptibles=[hoststate.core_instance(i)
+    cloud.host('h', preemptibles=[host_records.core_instance(i)
                                   for i in instances])
     [state] = cloud.host_states()
 

@@ -22,7 +22,7 @@ import pytest
 
 from opie.core import contract
 from opie.nova import flavor_check
-from opie.nova import notice
+from opie.nova.request import notice
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0)
 # Values an owner may write: edges of the calendar and of time zones,

@@ -13,7 +13,7 @@
 """OPIE's versioned notifications keep their word (issue 27): a payload's
 fields are pinned to its version, as Nova's ``test_notification.py`` pins
 Nova's, so a field added or changed without the version bump that
-:mod:`opie.nova.notify` prescribes fails here; and they go where Nova's
+:mod:`opie.nova.notifications` prescribes fails here; and they go where Nova's
 ``[notifications] notification_format`` sends Nova's own."""
 import nova.conf
 from nova.objects import base as nova_base
@@ -22,12 +22,12 @@ from oslo_config import fixture as config_fixture
 from oslo_versionedobjects import fixture as ovo_fixture
 import pytest
 
-from opie.nova import notify
+from opie.nova import notifications
 
 # '<version>-<hash of the fields>' of every payload. A failure here means a
 # payload's fields changed: bump its VERSION (minor for a field added,
 # major for one removed or changed in meaning), note it in
-# opie/nova/notify.py, then copy the new hash here.
+# opie/nova/notifications.py, then copy the new hash here.
 OBJECT_DATA = {
     'PreemptionErrorPayload': '1.1-2afd7752feb04ce8d665c4eb324710cb',
     'PreemptionExplanationPayload': '1.0-4dbce120c3638961e69985b22d5d7636',
@@ -55,12 +55,12 @@ def changed(classes, expected):
 
 
 def test_every_payload_is_pinned_to_its_version():
-    assert changed(notify.PAYLOADS, OBJECT_DATA) == {}
+    assert changed(notifications.PAYLOADS, OBJECT_DATA) == {}
 
 
 def test_a_field_added_without_a_version_bump_fails():
     @nova_base.NovaObjectRegistry.register_if(False)
-    class PreemptionPayload(notify.PreemptionPayload):
+    class PreemptionPayload(notifications.PreemptionPayload):
         fields = {'added': fields.StringField()}
 
     assert list(changed([PreemptionPayload], OBJECT_DATA)) == [
@@ -68,9 +68,10 @@ def test_a_field_added_without_a_version_bump_fails():
 
 
 def test_the_nova_objects_carried_keep_their_versions():
-    ours = {cls.obj_name() for cls in notify.PAYLOADS}
+    ours = {cls.obj_name() for cls in notifications.PAYLOADS}
     carried = {field.AUTO_TYPE._obj_name
-               for cls in notify.PAYLOADS for field in cls.fields.values()
+               for cls in notifications.PAYLOADS
+               for field in cls.fields.values()
                if isinstance(field, fields.ObjectField)} - ours
     novas = {cls.obj_name(): cls.VERSION
              for cls in nova_base.NovaObjectRegistry.notification_classes}
@@ -89,6 +90,6 @@ def test_topics_follow_novas_notification_format(notification_format,
     try:
         config.config(group='notifications',
                       notification_format=notification_format)
-        assert notify.topics() == topics
+        assert notifications.topics() == topics
     finally:
         config.cleanUp()

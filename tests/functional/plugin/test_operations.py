@@ -31,7 +31,7 @@ from nova import exception
 from nova import objects
 
 from opie.nova import conf as opie_conf
-from opie.nova import operations
+from opie.nova.request import operations
 from tests.functional.plugin.cloud import spec
 
 ALL_MOVES = sorted(set(opie_conf.MOVE_OPERATIONS)

@@ -26,7 +26,7 @@ import pytest
 
 from opie.core import scheduling
 from opie.core import snapshot
-from opie.nova import plan as plan_mod
+from opie.nova.request import plan as plan_mod
 from tests.functional.plugin import cloud as cloud_mod
 from tests.functional.plugin.cloud import spec
 from tests.unit.core import helpers

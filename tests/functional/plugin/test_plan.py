@@ -20,8 +20,8 @@ here; its compare-and-swap against Placement is the slow tests' subject.
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
-from opie.nova import hoststate
-from opie.nova import plan as plan_mod
+from opie.nova.request import host_records
+from opie.nova.request import plan as plan_mod
 from tests.functional.plugin import cloud as cloud_mod
 from tests.functional.plugin.cloud import spec
 from tests.functional.plugin.cloud import victim
@@ -113,7 +113,7 @@ def test_a_refused_write_reads_the_host_again_from_the_cache(cloud):
     assert _names(plan.option(state)) == ['p0']
 
     plan.stale(record)
-    assert record.generation is hoststate.UNKNOWN
+    assert record.generation is host_records.UNKNOWN
     plan.refresh(record, 7, _usages(res.ZERO, cloud_mod.SIZES['medium'] * 4))
 
     assert cloud.loads[-1] == (['a'], False)

@@ -39,7 +39,7 @@ from nova.scheduler.weights import ram
 from opie.core import resources as res
 from opie.core import scheduling
 from opie.nova import filters
-from opie.nova import plan as plan_mod
+from opie.nova.request import plan as plan_mod
 from opie.nova.weights import overcommit
 from opie.nova.weights import preemption_cost
 from tests.functional.plugin import cloud as cloud_mod

@@ -11,15 +11,15 @@
 # under the License.
 
 """A request that knows no project has a budget asks nothing more per
-host (:attr:`opie.nova.ledger.Remaining.unlimited`), and learns otherwise
-as soon as anything says a ledger may exist."""
+host (:attr:`opie.nova.request.ledger.Remaining.unlimited`), and learns
+otherwise as soon as anything says a ledger may exist."""
 from unittest import mock
 
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from opie.nova import ledger
+from opie.nova.request import ledger
 
 
 def _remaining(default):

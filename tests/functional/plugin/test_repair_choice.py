@@ -17,7 +17,7 @@ import dataclasses
 
 from opie.core import host as host_mod
 from opie.core import resources as res
-from opie.nova import reconciler
+from opie.nova.periodic import reconciler
 from tests.unit.core import helpers
 
 

@@ -11,15 +11,15 @@
 # under the License.
 
 """The terminator's last word on a victim, read again right before the kill
-(:func:`opie.nova.terminate.spared`): killed only while it is preemptible
-and its room is needed."""
+(:func:`opie.nova.request.terminate.spared`): killed only while it is
+preemptible and its room is needed."""
 import types
 
 import pytest
 
 from opie.core import flavor_spec
-from opie.nova import plan
-from opie.nova import terminate
+from opie.nova.request import plan
+from opie.nova.request import terminate
 
 HERE, ELSEWHERE = 'rp-here', 'rp-elsewhere'
 PREEMPTION = plan.Preemption('host-A', 'host-A', (), 0.0,

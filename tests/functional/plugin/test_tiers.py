@@ -19,7 +19,7 @@ import dataclasses
 
 from opie.core import costs
 from opie.core import scheduling
-from opie.nova import plan as plan_mod
+from opie.nova.request import plan as plan_mod
 from tests.functional.plugin import cloud as cloud_mod
 from tests.functional.plugin.cloud import spec
 from tests.functional.plugin.cloud import victim

@@ -22,7 +22,7 @@ fitting counts.
 from nova.scheduler import weights as nova_weights
 
 from opie.core import scheduling
-from opie.nova import plan as plan_mod
+from opie.nova.request import plan as plan_mod
 from opie.nova.weights import preemption_cost
 from tests.functional.plugin import cloud as cloud_mod
 from tests.functional.plugin.cloud import spec

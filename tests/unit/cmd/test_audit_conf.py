@@ -25,7 +25,7 @@ from opie.cmd import nova_conf
 from opie.core import provider_config
 from opie.core import resources as res
 from opie.nova import conf as opie_conf
-from opie.nova import heartbeat
+from opie.nova.periodic import heartbeat
 
 GOOD = """\
 [DEFAULT]

@@ -27,9 +27,9 @@ from opie.cmd import cloud
 from tests.unit.cmd import helpers
 from opie.cmd import rollback
 from opie.core import preemptible
-from opie.nova import lease
-from opie.nova import ledger
-from opie.nova import token
+from opie.nova.periodic import leader
+from opie.nova.request import cas
+from opie.nova.request import ledger
 
 OPIE_INVENTORY = {name: {'total': 8}
                   for name in preemptible.PROVIDER_CONFIG_CLASSES}
@@ -86,15 +86,15 @@ class FakeCloud:
                                                   else {}))
         consumers = {server: dict(SERVER) for server in servers}
         if with_token:
-            consumers[token.consumer(uuid)] = {preemptible.HOST_TOKEN: 1}
+            consumers[cas.consumer(uuid)] = {preemptible.HOST_TOKEN: 1}
         self.providers[uuid] = (name, inventories, consumers)
         return uuid
 
     def add_lease(self):
-        self.providers[lease.PROVIDER_UUID] = (
-            lease.PROVIDER_NAME, {lease.RESOURCE_CLASS: {'total': 1}},
-            {lease.CONSUMER_UUID: {lease.RESOURCE_CLASS: 1}})
-        self.users[lease.CONSUMER_UUID] = 'sched-1:42:abcd'
+        self.providers[leader.PROVIDER_UUID] = (
+            leader.PROVIDER_NAME, {leader.RESOURCE_CLASS: {'total': 1}},
+            {leader.CONSUMER_UUID: {leader.RESOURCE_CLASS: 1}})
+        self.users[leader.CONSUMER_UUID] = 'sched-1:42:abcd'
 
     def add_ledger(self, project, charges):
         uuid = ledger.provider_uuid(project)
@@ -116,7 +116,7 @@ class FakeCloud:
     def compute_nodes(self):
         return [types.SimpleNamespace(id=uuid, hypervisor_hostname=name)
                 for uuid, (name, _, _) in self.providers.items()
-                if uuid != lease.PROVIDER_UUID and uuid not in self.ledgers]
+                if uuid != leader.PROVIDER_UUID and uuid not in self.ledgers]
 
     def inventories(self, uuid):
         return dict(self.providers[uuid][1])
@@ -354,11 +354,11 @@ def test_removes_everything_of_opie(fake, capsys, stale_beat):
     assert (code, err) == (0, '')
     assert out.splitlines() == [
         'removed host token of compute node host-A (consumer %s)'
-        % token.consumer(a),
+        % cas.consumer(a),
         'removed reconciler lease (consumer %s, held by sched-1:42:abcd)'
-        % lease.CONSUMER_UUID,
+        % leader.CONSUMER_UUID,
         'removed resource provider opie-coordination (%s)'
-        % lease.PROVIDER_UUID,
+        % leader.PROVIDER_UUID,
         'removed %s inventory of compute node host-A (a nova-compute still '
         'given its provider config puts it back)'
         % ', '.join(preemptible.PROVIDER_CONFIG_CLASSES),
@@ -417,7 +417,7 @@ def test_keep_removes_tokens_and_says_what_stays(fake, capsys, stale_beat):
 
     assert code == 1
     assert 'removed host token of compute node host-A (consumer %s)' % (
-        token.consumer(a)) in out
+        cas.consumer(a)) in out
     assert ('left: CUSTOM_PREEMPTIBLE_VCPU inventory of compute node '
             'host-A: 2 consumers use it: keep its provider config, or '
             'nova-compute does not start') in out
@@ -615,7 +615,7 @@ def test_heartbeats_checked_again_before_the_tokens_go(fake, capsys,
     assert code == 2, out
     assert len(err.splitlines()) == 1, err
     assert 'opie-scheduler still runs on sched-1' in err
-    assert token.consumer(a) in fake.providers[a][2]
+    assert cas.consumer(a) in fake.providers[a][2]
     assert not [url for url in fake.deleted
                 if not url.startswith('/allocations/s1')]
 

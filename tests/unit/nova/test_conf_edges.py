@@ -49,5 +49,6 @@ def test_an_accepted_grace_period_makes_a_timedelta(tmp_path, option):
         opie_conf.load_settings(conf)
     except opie_conf.ConfigError:
         return
-    # What the manager does with it (opie/nova/reconciler.py __init__).
+    # What the manager does with it (opie/nova/periodic/reconciler.py
+    # __init__).
     datetime.timedelta(seconds=getattr(conf.opie, option))

@@ -12,7 +12,7 @@
 
 import datetime
 
-from opie.nova import instance_cache
+from opie.nova.request import instance_cache
 
 T0 = datetime.datetime(2026, 11, 23, 12, 0, 0)
 CELL = 'cell1'

@@ -18,7 +18,7 @@ import datetime
 import pytest
 
 from opie.core import host as core_host
-from opie.nova import ledger
+from opie.nova.request import ledger
 
 UTC = datetime.timezone.utc
 

@@ -17,67 +17,15 @@ its own, set with ``opie-manage budget``) bounds the preempted vCPU-hours
 its servers may lose in a rolling window (``[opie]
 preemption_budget_window``). The victim search treats it as a hard
 constraint (:mod:`opie.core.budgets`); this module keeps the ledger it is
-checked against, where every scheduler worker writes, so that the
-constraint holds however many schedulers preempt at once.
+checked against: one resource provider per project whose inventory is
+the budget, and one consumer per victim's charge, written in the same
+``POST /allocations`` as the claim that takes the victim. Placement checks
+capacity inside that write's transaction, so the budget holds however
+many schedulers preempt at once. The leader (:class:`Keeper`) deletes
+expired charges and brings the ledgers that follow the default to it.
 
-**The ledger.** One resource provider per project, ``opie-budget-<project
-id>`` (uuid derived from that name, :data:`.token.NAMESPACE`), with the
-traits :data:`TRAIT` (every ledger, so the lease holder and ``opie-manage``
-can list them) and :data:`SET_TRAIT` (a budget set by ``opie-manage``,
-not the default). Its inventory of :data:`RESOURCE_CLASS` is the budget in
-vCPU-minutes: ``total`` the budget and, for a budget of 0 (Placement
-refuses a total of 0), a total of 1 wholly ``reserved``: a capacity of 0,
-which no charge fits.
-
-**A charge.** Each victim of a project with a budget is charged
-(:func:`opie.core.budgets.charge`) as a consumer holding that many units
-on its project's ledger, written in the same ``POST /allocations`` as the
-claim that takes the victim (:mod:`.claim`). Placement checks capacity,
-and increments the ledger's generation, inside that write's transaction:
-of two schedulers spending the last of one budget at once, on one host or
-two, one commits and the other gets 409 with nothing written, reads its
-host and the budgets again and decides again, as for the host token. What
-the core saw as remaining (capacity less usage, :class:`Remaining`) can
-thus be stale, never overspent.
-
-**The window.** A charge consumer's uuid is derived from the victim's and
-the instance's it made room for (:func:`charge_consumer`), so the
-scheduler can refund it when it gives that victim back (the request
-failed: the victim was not preempted after all). Its ``user_id`` says
-when it expires, ``opie-charge-until-<UTC time>`` (the decision time plus
-the window): a consumer's owner is stored and returned with it by
-Placement, read in the same request as its generation, needs nothing
-outside Placement (unlike the victim's ``opie-preempt`` action, in a cell
-database, gone with the cell's archive), and never changes, so the lease
-holder reads each charge once (:class:`Keeper`) and, once it has expired,
-deletes it with a write at the consumer generation it read: two holders
-overlapping for a moment cannot delete it twice nor delete a charge
-rewritten since.
-
-**The default.** A project without a ledger has the default budget, all of
-it left. The first scheduler that charges it writes the ledger, with the
-default as its inventory (:meth:`Remaining.ensure`); the lease holder
-brings the inventory of every ledger without :data:`SET_TRAIT` to the
-default at each pass, and deletes such a ledger once it holds no charge if
-there is no default any more. Until then a project keeps the old default.
-
-**A ledger deleted under a request.** ``opie-manage budget unset``, or
-the lease holder once there is no default, deletes a ledger that holds no
-charge; a request that read it just before then names a provider gone.
-Placement refuses that write with 400 (:class:`.claim.ProviderGone`), but
-keeps the consumers it created for it, never written: the request reads
-the budgets again, as after any refused write, and writes again with
-those consumers at their generation (:func:`.claim.left_behind`).
-
-**A budget lowered below what is spent.** Placement keeps the charges and
-the lower capacity; the project has nothing left (never less than 0) and
-none of its servers is preempted until enough charges expire.
-
-Not charged: what the reconciler's repair of an overcommit takes (an
-overcommit must go, whatever the budgets), victims a terminator spares in
-the end (charged all the same), and victims of a worker that died after
-its claim, which the reconciler gives back (their charge expires with its
-window).
+The ledger, the window, the default and the edges:
+``doc/source/design/index.rst``, "Modules in detail".
 """
 import dataclasses
 import datetime
@@ -86,7 +34,7 @@ import uuid
 from oslo_log import log as logging
 
 from opie.core import host as core_host
-from opie.nova import token
+from opie.nova.request import cas
 
 LOG = logging.getLogger(__name__)
 RESOURCE_CLASS = 'CUSTOM_OPIE_PREEMPTED_VCPU_MINUTES'
@@ -118,13 +66,13 @@ def provider_name(project_id):
 
 def provider_uuid(project_id):
     """The uuid of ``project_id``'s ledger, the same in every process."""
-    return str(uuid.uuid5(token.NAMESPACE, provider_name(project_id)))
+    return str(uuid.uuid5(cas.NAMESPACE, provider_name(project_id)))
 
 
 def charge_consumer(victim_uuid, instance_uuid):
     """The consumer charging ``victim_uuid``'s preemption for
     ``instance_uuid``: derived, so that a give-back finds it."""
-    return str(uuid.uuid5(token.NAMESPACE, 'opie-budget-charge:%s:%s'
+    return str(uuid.uuid5(cas.NAMESPACE, 'opie-budget-charge:%s:%s'
                           % (victim_uuid, instance_uuid)))
 
 

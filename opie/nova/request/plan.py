@@ -19,10 +19,10 @@ variable) while Nova's filters and weighers run. OPIE's filter and weighers
 read it; with no current plan they are running under the stock
 ``nova-scheduler`` and fall back to a safe mode that never preempts.
 
-A plan holds one :class:`~opie.nova.hoststate.HostRecord` per candidate
-host, follows every placement and claimed victim of the request, caches the
-core's verdict on each host until that host changes, and remembers why
-hosts were refused so ``NoValidHost`` can say it.
+A plan holds one :class:`~opie.nova.request.host_records.HostRecord` per
+candidate host, follows every placement and claimed victim of the request,
+caches the core's verdict on each host until that host changes, and remembers
+why hosts were refused so ``NoValidHost`` can say it.
 """
 import collections
 import contextlib
@@ -38,9 +38,9 @@ from opie.core import explain
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
-from opie.nova import hoststate
-from opie.nova import ledger
-from opie.nova import operations
+from opie.nova.request import host_records
+from opie.nova.request import ledger
+from opie.nova.request import operations
 
 # A host OPIE cannot write to atomically is never chosen.
 NO_TOKEN = ('no %s inventory on the compute node (write the provider '
@@ -89,7 +89,7 @@ class Plan:
     :param context: the (admin) RequestContext of the request
     :param request: the core Request
     :param settings: :class:`opie.nova.conf.Settings`
-    :param load_instances: a :class:`~.hoststate.InstanceLoader`, or
+    :param load_instances: a :class:`~.host_records.InstanceLoader`, or
         alike: called to fill ``preemptibles`` of a list of HostRecords
         (one batch; ``fresh=True`` to read past its cache), and asked
         which victims the database no longer has as such
@@ -100,7 +100,7 @@ class Plan:
         lists them, rebuilds never
     :param now: the time costs are computed at
     :param generations: host token generations known before the request
-        read the hosts' usage (:meth:`.token.Generations.snapshot`)
+        read the hosts' usage (:meth:`.cas.Generations.snapshot`)
     :param remaining: what each project has left of its preemption budget
         (:class:`.ledger.Remaining`), or None: no budget
     """
@@ -352,7 +352,7 @@ class Plan:
     def stale(self, record):
         """A write on ``record`` was refused: read it again before the
         next one."""
-        record.generation = hoststate.UNKNOWN
+        record.generation = host_records.UNKNOWN
         self._changed(record)
 
     def refresh(self, record, generation, usages):

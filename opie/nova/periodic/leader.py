@@ -18,7 +18,7 @@ does the pass. The lease is a Placement consumer holding one unit of
 ``CUSTOM_OPIE_LEASE`` on a resource provider of its own,
 ``opie-coordination`` (created by the first scheduler that needs it), with
 the holder's name as the consumer's user. Like the host token
-(:mod:`.token`), every change of it is a write at the generation read, so
+(:mod:`.cas`), every change of it is a write at the generation read, so
 of two processes taking or renewing it at once exactly one succeeds.
 
 * The holder renews it (rewrites it unchanged) before each pass and does
@@ -46,21 +46,21 @@ import uuid
 
 from oslo_log import log as logging
 
-from opie.nova import claim
-from opie.nova import token
+from opie.nova.request import cas
+from opie.nova.request import claim
 
 LOG = logging.getLogger(__name__)
 PROVIDER_NAME = 'opie-coordination'
-PROVIDER_UUID = str(uuid.uuid5(token.NAMESPACE, PROVIDER_NAME))
+PROVIDER_UUID = str(uuid.uuid5(cas.NAMESPACE, PROVIDER_NAME))
 RESOURCE_CLASS = 'CUSTOM_OPIE_LEASE'
-CONSUMER_UUID = str(uuid.uuid5(token.NAMESPACE, 'opie-reconciler-lease'))
+CONSUMER_UUID = str(uuid.uuid5(cas.NAMESPACE, 'opie-reconciler-lease'))
 PROJECT_ID = 'opie-lease'
 # Resource classes and providers (1.7+), providers answering with their
 # body (1.20).
 PROVIDER_VERSION = '1.20'
 
 
-class Lease:
+class Leadership:
     """The lease as one process sees it; ``host`` is the scheduler's."""
 
     def __init__(self, client, host, ttl, clock=time.monotonic):
@@ -88,7 +88,7 @@ class Lease:
         """Renew or take the lease: True if this process holds it now."""
         self._ensure_provider(context)
         current = claim.read_consumer(self._client, context, CONSUMER_UUID)
-        generation = token.parse(current)
+        generation = cas.parse(current)
         held_by = current.get('user_id') if current.get('allocations') \
             else None
         if held_by not in (None, self.name) and not self._expired(

@@ -14,54 +14,18 @@
 
 A normal request on a cloud full of preemptibles needs the preemptible
 instances of every host it does not fit, to find the cheapest victims:
-reading them all from the cell database on every request costs in
-proportion to the cloud (20,000 instances at 1000 hosts), not to the
-request. A scheduler process keeps them instead, per compute node, and
-each request brings them up to date with one query per cell: the
-instances changed since the cell's last query.
+reading them all on every request costs in proportion to the cloud, not
+to the request. A scheduler process keeps them instead, per compute node,
+and each request brings them up to date with one query per cell: the
+instances changed (``updated_at``) since the cell's last query, a
+:data:`MARGIN` further back. What that cannot see is bounded: a cell not
+queried for :data:`MAX_GAP` is forgotten, a node is read in full again
+every :data:`MAX_AGE`, and the kept lists only choose: a victim's row is
+read again before it is written. Each worker warms its cache before it
+serves and every :data:`KEEP_WARM` after.
 
-Nova saves an instance (which sets ``updated_at``) whenever anything OPIE
-reads of it changes: its host and node on a boot or a move, its lock, its
-task and VM state, its flavor (and with it its terms: Nova copies the
-flavor into the instance at boot and replaces the copy only on a resize),
-and before it is deleted (a soft delete leaves
-``updated_at`` as the last save set it). So "changed since" finds every
-instance that arrived on a node, left it, or changed eligibility. The
-query reaches :data:`MARGIN` further back than the last one began: the
-database stores whole seconds, other hosts' clocks differ a little, and a
-save committed after the last query may carry an earlier time.
-
-What "changed since" cannot see: a deleted row archived or purged before
-the next query (``nova-manage db archive_deleted_rows``), and a save
-stamped by a clock more than the margin behind. So a cell not queried for
-:data:`MAX_GAP` is forgotten and read again as requests need its nodes; a
-node is read in full again once a day (:data:`MAX_AGE`), which bounds what
-archived rows leave behind; an instance listed that Placement shows holds
-nothing is not a candidate (:class:`~.hoststate.InstanceLoader`); and the
-kept lists only choose: before a victim is written, its row is read again
-(:meth:`.hoststate.InstanceLoader.not_victims`), and a node where one is
-found stale is read in full (``fresh``).
-
-Changes are applied in the order they were read (one refresh at a time
-per process), and a node is kept only once a full read of it succeeded.
-Victims another worker claimed are still listed until terminated;
-:class:`~.hoststate.InstanceLoader` drops them as before.
-
-A process starts empty, and the first request that preempts would read
-every node (18 s at 1000 nodes). So each scheduler worker warms its
-cache before it serves (:meth:`InstanceCache.warm`, from the manager's
-``pre_start_hook``) and every :data:`KEEP_WARM` after, so that an idle
-worker does not forget a cell (:data:`MAX_GAP`) and reads the nodes added
-since, and the nodes whose daily full read falls before the next warm-up
-(warmed together, they would otherwise all fall due on one request).
-Warming is nothing but requests' reads, :data:`WARM_BATCH` hosts
-each: every rule above holds for it unchanged, a request arriving
-half-way waits at most for one batch and reads itself the nodes not kept
-yet, and a batch that fails leaves its nodes to the next request or
-warm-up, as a failed request's read does. After each warm-up the worker
-freezes what it keeps out of the reach of Python's collector
-(:func:`.manager.settle_garbage`): every full collection in a request
-would otherwise scan each instance kept.
+Why each bound holds: ``doc/source/design/index.rst``, "Modules in
+detail".
 """
 import datetime
 import threading
@@ -102,7 +66,7 @@ class InstanceCache:
         self._read_at = {}      # (cell, host, node) -> its last full read
         self._stamps = {}       # cell -> the newest updated_at read in it
         # (cell, host, node) -> Placement usage its instances left
-        # unexplained at its last read (hoststate.InstanceLoader).
+        # unexplained at its last read (host_records.InstanceLoader).
         self._unexplained = {}
 
     def preemptibles(self, read, cell_uuid, nodes, fresh=()):

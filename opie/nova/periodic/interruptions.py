@@ -54,8 +54,8 @@ from nova import objects
 
 from opie.core import contract
 from opie.core import interruptions
-from opie.nova import hoststate
-from opie.nova import terminate
+from opie.nova.request import host_records
+from opie.nova.request import terminate
 
 LOG = logging.getLogger(__name__)
 WEEK = max(contract.WINDOWS.values())
@@ -71,7 +71,7 @@ def publish(context, now=None):
     {flavor name: extra specs written} (empty when nothing changed)."""
     now = now or timeutils.utcnow()
     flavors = [f for f in objects.FlavorList.get_all(context)
-               if hoststate.is_preemptible(f)]
+               if host_records.is_preemptible(f)]
     if not flavors:
         return {}
     lives, preempted = [], []

@@ -13,64 +13,20 @@
 """Repair what concurrent or interrupted scheduling left behind.
 
 Runs every ``[opie] reconcile_interval`` seconds in the one scheduler
-process that holds the reconciler's lease (:mod:`.lease`), which it renews
-before each act and stops when it cannot; tests call
-:meth:`Reconciler.run` directly. Each pass fixes two things, terminating
-through the scheduler's own path (:mod:`.terminate`: the victim read again
-and spared unless it still is one, then a compare-and-swap on its row,
-instance action, delete or shelve, notification):
+process that leads (:mod:`.leader`), which renews its leadership before
+each act and stops when it cannot; tests call :meth:`Reconciler.run`
+directly. Each pass gives back or terminates the claimed victims left
+running (their worker died, or a give-back failed), and repairs h_f
+overcommit that Nova wrote without the scheduler, in one compare-and-swap
+on the host; then it ends the preemptibles past their maximum lifetime
+(:mod:`.lifetime`), cares for the budgets' ledgers
+(:mod:`opie.nova.request.ledger`), exports its success and the capacity
+left (:mod:`opie.nova.metrics`), and publishes the interruption rates
+(:mod:`.interruptions`). Every termination goes through the scheduler's
+own path (:mod:`opie.nova.request.terminate`).
 
-* **Claimed victims left running.** A scheduler worker empties a victim's
-  Placement allocations (:mod:`.claim`) and terminates it in the
-  background after answering the request, or gives them back if the
-  request fails. If the worker dies in between, or Placement fails the
-  give-back, the victim runs on, unaccounted for. An eligible preemptible
-  instance that holds no allocations on the node its row names, *nor
-  anywhere else*, for longer than ``[opie] claimed_grace_period`` seconds
-  is given its room back where the host still has it (:mod:`.give_back`),
-  and terminated where its room is taken (notification reason
-  ``claimed``). One that holds allocations elsewhere is moving (a live
-  migration, a resize's or cold migration's disk copy): its row still
-  names the source while its allocations sit on the destination. One
-  under a notice (:mod:`.notice`: its system metadata, which its owner
-  cannot write, names a time, and the compute's shutdown timeout after
-  it has not passed) is left to the
-  scheduler that gave it, which stops it then; once that time is over it
-  is one left running (its scheduler died during the notice). Hosts
-  are read from Placement only where such instances run: one request per
-  host, and one per instance that holds nothing there.
-* **h_f overcommit.** Every OPIE write is a compare-and-swap on its host
-  (:mod:`.claim`), so OPIE's own writes never overcommit h_f; what Nova
-  writes without the scheduler (an operator's forced move, a heal of a
-  victim's allocations) can. Every compute node's usages and inventories
-  are read from Placement (two requests per node), and h_f is judged
-  against inventory × allocation ratio as Placement has them, whatever
-  the compute node record says. Once a host has been over capacity for
-  longer than ``[opie] reconcile_grace_period`` seconds (so that a
-  preemption or a deletion already under way can finish), the cheapest
-  preemptibles that bring it back within capacity are taken in one write
-  with the host token at the generation read before the host's usage (so
-  the reconciler never fights a scheduler worker over a victim, and a host
-  changed since is left to the next pass) and terminated (notification
-  reason ``reconcile``).
-
-Then the preemptibles older than their flavor's maximum lifetime are
-ended, one step each per pass: told, stopped, terminated (notification
-reason ``lifetime``; :mod:`.lifetime`).
-
-Last, the preemption budgets' ledgers (:mod:`.ledger`): charges older
-than ``[opie] preemption_budget_window`` are deleted, and the ledgers that
-follow the default budget are brought to it.
-
-A pass that goes to its end is exported as the time of the last success,
-and what the second part reads from Placement as the capacity left per
-aggregate (:mod:`.metrics`).
-
-After its pass, the lease holder publishes each preemptible flavor's
-interruption rates as extra specs (:meth:`Reconciler.publish_rates`,
-:mod:`.interruptions`) once every ``[opie] interruption_rates_interval``
-seconds: at its first pass, then whenever that much time has passed since
-it last did.
+What each repair waits for, and why: ``doc/source/design/index.rst``,
+"Modules in detail".
 """
 import dataclasses
 import datetime
@@ -83,16 +39,16 @@ from opie.core import explain
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import victims as victims_mod
-from opie.nova import claim
-from opie.nova import give_back
-from opie.nova import hoststate
-from opie.nova import interruptions
-from opie.nova import ledger
-from opie.nova import lifetime
 from opie.nova import metrics
-from opie.nova import notice
-from opie.nova import plan as plan_mod
-from opie.nova import terminate
+from opie.nova.periodic import interruptions
+from opie.nova.periodic import lifetime
+from opie.nova.request import claim
+from opie.nova.request import give_back
+from opie.nova.request import host_records
+from opie.nova.request import ledger
+from opie.nova.request import notice
+from opie.nova.request import plan as plan_mod
+from opie.nova.request import terminate
 
 LOG = logging.getLogger(__name__)
 
@@ -111,7 +67,7 @@ def _overdue(since, found, now, grace):
             if now - since.setdefault(key, now) >= grace]
 
 
-class LeaseLost(Exception):
+class LeadershipLost(Exception):
     """The lease holder could not renew its lease: another process holds
     it now."""
 
@@ -139,7 +95,7 @@ class Reconciler:
     def run(self, context, now=None, renew=lambda: True):
         """One pass; returns the Preemptions made. ``renew()`` is called
         before each act and must return True for the pass to go on: the
-        lease holder renews its lease there (:mod:`.lease`), so a pass that
+        lease holder renews its lease there (:mod:`.leader`), so a pass that
         outlives its lease stops before it acts."""
         now = now or timeutils.utcnow()
         # No uuids, no request spec: every compute node of enabled cells.
@@ -172,7 +128,7 @@ class Reconciler:
             self.ledgers.run(context, now, self.settings.budget_minutes,
                              renew)
             metrics.reconciled()
-        except LeaseLost:
+        except LeadershipLost:
             LOG.warning('OPIE: the reconciler lease was lost during a pass; '
                         'its holder goes on')
         except (claim.ClaimError, ledger.LedgerError) as exc:
@@ -203,14 +159,14 @@ class Reconciler:
     @staticmethod
     def _renew(renew):
         if not renew():
-            raise LeaseLost()
+            raise LeadershipLost()
 
     # claimed victims left running ----------------------------------------
     def _claimed(self, context, host_states, now):
         """Preemptibles that run on a node where they hold nothing, and
         are not moving, for the grace period: (record, instances) by
         host."""
-        records = [hoststate.record_from_host_state(host_state)
+        records = [host_records.record_from_host_state(host_state)
                    for host_state in host_states]
         # Every one: a victim an operator locked, or whose delete was
         # begun, after its room was given is still in that room's way.
@@ -219,8 +175,8 @@ class Reconciler:
         for record in records:
             if not record.preemptibles:
                 continue
-            held = hoststate.holders(self.placement_client, context,
-                                     record.uuid)
+            held = host_records.holders(self.placement_client, context,
+                                        record.uuid)
             for instance in record.preemptibles:
                 # Midway through a move the row names the source while the
                 # allocations sit on the destination: it moves.
@@ -256,8 +212,8 @@ class Reconciler:
         nothing) their room back where the host still has it: taken for a
         request that then failed, say, when Placement could not take them
         back. Those whose room is gone."""
-        placed = hoststate.record_from_placement(self.placement_client,
-                                                 context, record)
+        placed = host_records.record_from_placement(self.placement_client,
+                                                    context, record)
         by_uuid = {i.uuid: i for i in instances}
         claims = self._loader(context).emptied_claims(placed, by_uuid)
         lost = give_back.on_host(self.placement_client, context, placed,
@@ -270,7 +226,7 @@ class Reconciler:
     # h_f overcommit ------------------------------------------------------
     def _overcommitted(self, context, host_states, now, renew):
         """Each repair as it is made (renewing before each)."""
-        records = [hoststate.record_from_placement(
+        records = [host_records.record_from_placement(
             self.placement_client, context, host_state, token=False)
             for host_state in host_states]
         metrics.host_classes(host_states, records)
@@ -290,7 +246,7 @@ class Reconciler:
     def _repair(self, context, record, now):
         # The usage a write decides on is the one of the generation it
         # carries.
-        record.generation, usages = hoststate.read_host(
+        record.generation, usages = host_records.read_host(
             self.placement_client, context, record.uuid)
         record.apply_usage(usages)
         host = record.core_host()
@@ -306,7 +262,7 @@ class Reconciler:
             return None
         claims = [claim.read_victim(self.placement_client, context, v.uuid)
                   for v in selection.victims]
-        if not all(c is not None and hoststate.holds(c, record, v.resources)
+        if not all(c is not None and host_records.holds(c, record, v.resources)
                    for c, v in zip(claims, selection.victims)):
             return None
         # One compare-and-swap on the host, at the token generation read
@@ -329,8 +285,8 @@ class Reconciler:
 
     # helpers -------------------------------------------------------------
     def _loader(self, context):
-        return hoststate.InstanceLoader(context, self.host_manager.cells,
-                                        self.placement_client)
+        return host_records.InstanceLoader(context, self.host_manager.cells,
+                                           self.placement_client)
 
     def _why_left(self):
         return ('reconciler: claimed by a scheduler that never terminated '

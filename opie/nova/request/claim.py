@@ -13,7 +13,7 @@
 """Write a decision on a host to Placement: one atomic compare-and-swap.
 
 Everything OPIE decides on a host is written in one ``POST
-/allocations`` that also rewrites the host's token (:mod:`.token`) at the
+/allocations`` that also rewrites the host's token (:mod:`.cas`) at the
 generation the decision was made on:
 
 * an instance's claim: the instance's allocations (merged with its source
@@ -54,7 +54,7 @@ import dataclasses
 
 from oslo_log import log as logging
 
-from opie.nova import token
+from opie.nova.request import cas
 
 LOG = logging.getLogger(__name__)
 # Consumer generations in writes (1.28); mappings in allocation requests
@@ -164,8 +164,8 @@ def write(client, context, provider_uuid, generation, consumers,
     None when Placement refused (409: another writer, an owner's change,
     or no room); nothing is written then."""
     body = dict(consumers)
-    body[token.consumer(provider_uuid)] = token.entry(provider_uuid,
-                                                      generation)
+    body[cas.consumer(provider_uuid)] = cas.entry(provider_uuid,
+                                                  generation)
     resp = client.post('/allocations', body, version=version,
                        global_request_id=context.global_id)
     if resp.status_code == 409:
@@ -178,4 +178,4 @@ def write(client, context, provider_uuid, generation, consumers,
     if resp.status_code != 204:
         raise ClaimError('POST /allocations on provider %s: %s %s'
                          % (provider_uuid, resp.status_code, resp.text))
-    return token.after_write(generation)
+    return cas.after_write(generation)

@@ -10,94 +10,22 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Maximum lifetime: the lease holder ends preemptibles that outlived it.
+"""Maximum lifetime: the leader ends preemptibles that outlived it.
 
 A preemptible flavor may set a maximum lifetime (``opie:maximum_lifetime``
 seconds, default ``[opie] maximum_lifetime``; 0, the default: none;
 :mod:`opie.core.flavor_spec`). At each of its passes
-(:meth:`.reconciler.Reconciler.run`, every ``[opie] reconcile_interval``),
-the reconciler's lease holder ends every preemptible server older than
-that, on the terms a victim of a displacement gets (:mod:`.notice`), with
-the reason ``lifetime``:
+(:meth:`.reconciler.Reconciler.run`), the reconciler's leader moves every
+preemptible server older than that one step: told if its flavor promises
+notice, stopped with a clean shutdown once that time has come, then
+terminated as a victim is, with the reason ``lifetime``. Its age counts
+from its creation or its last unshelve. It runs in the leader so that one
+process acts on a server at a time, and every act is still a
+compare-and-swap on the server; its state lives in Nova (:data:`TOLD`),
+so the next leader continues what a dead one began.
 
-1. **told**, if its flavor promises notice: the server metadata key
-   :data:`.contract.NOTICE_KEY` with the time its clean shutdown begins,
-   the event :data:`.notice.EVENT` on its ``opie-preempt`` instance action, the
-   notification ``opie.preempt.start``;
-2. **stopped** with a clean shutdown at a pass once that time has come
-   (Nova's stop: a compare-and-swap from no task). One Nova cannot stop
-   (paused, suspended, rescued, a resize awaiting confirmation), or one
-   running again after a stop since its notice (its owner started it, or
-   the stop failed), is terminated then, without one;
-3. **terminated** at a pass once it is stopped: deleted or shelved as
-   ``[opie] termination_mode`` says (one to be shelved loses its key
-   first, as a victim does, so that unshelved it is under no notice), by
-   :meth:`.terminate.Terminator.terminate`, which reads it again and
-   judges it (:meth:`Lifetime.spared`) right before its compare-and-swap,
-   records the ``opie-preempt``
-   action with an explanation ("maximum lifetime of N s reached"),
-   notifies ``opie.preempt.end`` and counts it in
-   ``opie_preemptions_total{reason="lifetime"}``.
-
-Without notice, step 3 comes at once, in the pass that finds it. A pass
-moves each server one step at most, so one ended with notice is ended over
-at least three passes, its notice and its shutdown in between.
-
-**Its age** counts from its creation (Nova's ``created_at``), as its
-minimum uptime does: Nova sets ``launched_at`` anew at a rescue, rebuild,
-resize or unshelve, which its owner could repeat to live on. The exception
-is an unshelve, so that a server ends **once** per life: one ended for its
-lifetime in shelve mode and unshelved by its owner must not be ended again
-at once. An unshelve goes through the scheduler as a new boot does (its
-owner could as well have booted another server from the snapshot), so its
-lifetime counts again from its last unshelve, the start of its last
-``unshelve`` instance action. An owner who shelves and unshelves a server
-before its end restarts the count too: the maximum lifetime bounds how long
-a server runs at a stretch, not how long its owner keeps its disk. A server
-is never ended before its minimum uptime (:meth:`~opie.core.flavor_spec.
-Terms.lifetime`).
-
-**Why the lease holder.** It is one process for the whole deployment,
-renewing its lease before each act (the renewal ``run`` is given), so one
-OPIE process acts on a server at a time; should a holder stall past its
-lease while another takes over, each act is still a compare-and-swap on
-the server (the stop and the termination from the task and VM state read)
-or is read again right before it (the notice), so a server is stopped
-once and terminated once. Two notices are possible only in that stall,
-between the read and the write of the key; the later write wins, so the
-notice only moves later.
-
-**State lives in Nova**, not in the process, so a lease holder that dies
-mid-way is continued by the next. Told: the time of the clean shutdown is
-written twice in one compare-and-swap, in the metadata key for its owner
-and its guest, and in the server's system metadata (:data:`TOLD`), which
-Nova keeps from its owner: an owner may write the metadata key, and one
-written far ahead, again and again, must not put the end off. The system
-metadata names the life it was given in too (its start: the creation or
-last unshelve), so a notice of an earlier end is none. Stopped: the
-system metadata says so too, saved by Nova's stop in its own
-compare-and-swap, so one found running again after it (its owner started
-it, or the stop failed) is terminated, while one its owner stopped and
-started during its notice is stopped cleanly at its time. Stopping:
-Nova's ``powering-off`` task.
-
-**Left alone**, for a later pass or for good:
-
-* a server whose room some scheduler or reconciler has claimed (it holds
-  nothing in Placement): it is that process's victim, under that
-  displacement's notice or about to be terminated by it, so it is not
-  told twice; and one already leaving (being deleted, shelved);
-* one with a task in progress (a move, a resize, its owner stopping it):
-  the next pass finds it done, and reads the server again;
-* one an operator locked: an operator's lock keeps OPIE away from a
-  server, as it keeps it from being a victim (an operator investigating a
-  server must not lose it); it is ended at the first pass after the
-  unlock, with its notice. Its owner's lock does not protect it;
-* one resized since to a normal flavor, or to one that lets it live
-  longer: every step reads the server and its flavor's terms again.
-
-A server stopped by its owner is told first all the same, then terminated
-at its time without a stop.
+The steps, the servers left alone, and why: ``doc/source/design/index.rst``,
+"Modules in detail".
 """
 import datetime
 import json
@@ -113,14 +41,14 @@ from nova import objects
 from opie.core import contract
 from opie.core import explain
 from opie.core import preemptible
-from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import flavor_check
-from opie.nova import hoststate
-from opie.nova import notice
-from opie.nova import notify
-from opie.nova import plan as plan_mod
-from opie.nova import terminate
+from opie.nova import notifications
+from opie.nova.request import claim
+from opie.nova.request import host_records
+from opie.nova.request import notice
+from opie.nova.request import plan as plan_mod
+from opie.nova.request import terminate
 
 LOG = logging.getLogger(__name__)
 # The reason of the notifications, metrics and explanations.
@@ -167,7 +95,7 @@ class Lifetime:
                 cctxt, {'deleted': False, 'vm_state': list(ENDED_FROM)},
                 expected_attrs=['flavor'])
         return [i.uuid for i in found
-                if hoststate.is_preemptible(i.flavor) and _over(
+                if host_records.is_preemptible(i.flavor) and _over(
                     flavor_check.terms(i.flavor), _naive(i.created_at),
                     now)]
 
@@ -205,7 +133,7 @@ class Lifetime:
     def spared(self, context, instance, actions, now):
         """Why ``instance``, read just now with its instance ``actions``,
         is not to be ended for its lifetime at ``now``; None if it is."""
-        if not hoststate.is_preemptible(instance.flavor):
+        if not host_records.is_preemptible(instance.flavor):
             return 'it is no longer preemptible'
         if (instance.vm_state not in ENDED_FROM
                 or instance.task_state in preemptible.LEAVING_TASK_STATES):
@@ -249,7 +177,8 @@ class Lifetime:
             '%s: notice of %d s: clean shutdown at %s' % (
                 _why(terms), terms.notice, contract.notice_stamp(at)))
         self.terminator.notifier.notice(
-            preemption, victim, terms.notice, at, notify.owners([victim]),
+            preemption, victim, terms.notice, at,
+            notifications.owners([victim]),
             {'reason': REASON}, self.terminator.settings.termination_mode)
         LOG.info('OPIE: instance %s on %s reached its maximum lifetime '
                  '(%d s) and is given %d s of notice', instance.uuid,
@@ -294,7 +223,7 @@ class Lifetime:
     def _preemption(instance, terms, actions):
         """The server's end as a preemption for no request. It was not
         chosen among others: no cost."""
-        victim = hoststate.core_instance(instance)
+        victim = host_records.core_instance(instance)
         why = '%s (counted from %s)' % (
             _why(terms), contract.notice_stamp(_started(instance, actions)))
         return plan_mod.Preemption(

@@ -16,58 +16,16 @@ it starts only once it has stopped.
 A preemptible flavor may promise its servers notice (``opie:notice``
 seconds, default ``[opie] preemption_notice``: :mod:`opie.core.flavor_spec`;
 0, the default, keeps the immediate termination of :mod:`.terminate`).
-When a request has claimed every instance (its room is held in Placement
-from then on: the claims wrote its allocations and emptied its victims',
-so no other request can take it) and some victim was promised notice, the
-scheduler, before it answers the conductor:
+Once a request has claimed every instance (its room is held in Placement
+from then on) and some victim was promised notice, the scheduler, before
+it answers the conductor, terminates at once the victims promised none,
+gives notice to the others (:data:`.contract.NOTICE_KEY`, the event
+:data:`EVENT`, ``opie.preempt.start``), stops each cleanly at its time,
+and holds the answer until each is off its host. The wait is here because
+the conductor already waits for the scheduler's answer, so no Nova process
+changes and no build starts beside a victim still running.
 
-1. **terminates at once** the victims promised none (in the background,
-   as without notice);
-2. **gives notice** to each victim still a victim
-   (:func:`.terminate.spared`): the server metadata key
-   :data:`.contract.NOTICE_KEY`, the time its clean shutdown begins (ISO
-   8601, UTC), which its owner reads with the compute API and its guest
-   from Nova's metadata service (``meta`` in
-   ``openstack/latest/meta_data.json``); the event
-   :data:`EVENT` on its ``opie-preempt`` instance action; the versioned
-   notification ``opie.preempt.start`` (:mod:`.notify`);
-3. **waits** until each victim's time comes, judges it again and **stops**
-   it with a clean shutdown (Nova's stop: the ACPI power button, then a
-   hard power-off after the compute's ``[DEFAULT] shutdown_timeout``). A
-   victim spared meanwhile (its owner resized it to a normal flavor, say)
-   has its notice withdrawn (the key removed) and runs on; one Nova cannot
-   stop (paused, suspended, rescued, or busy with its owner's action) is
-   terminated then, without a clean shutdown, as it would have been
-   without notice;
-4. **holds** the answer until each victim is off its host (stopped,
-   shelved, deleted or gone). One that is running again and no longer
-   being stopped (its owner started it) is terminated at once; one still
-   running :data:`STOP_MARGIN` seconds after the compute's shutdown
-   timeout (its compute does not answer) is terminated then, and the
-   request goes on, logged as an error: a compute that does not answer
-   does not build either, and the reconciler repairs what it finds;
-5. answers: the conductor builds on the host. The stopped victims are
-   deleted or shelved in the background (:mod:`.terminate`); one to be
-   shelved loses its key first, so that unshelved it is under no notice.
-
-Why the wait is here: the scheduler is where the room is decided, and the
-conductor already waits for its answer up to ``[DEFAULT] long_rpc_timeout``
-(1800 s by default; the scheduler's RPC server tells it meanwhile that it
-is alive), so no Nova process changes and no build starts on a host whose
-victims still run. It costs the request the notice (and the shutdown),
-and each request waiting holds one of the scheduler's RPC server threads
-(``[DEFAULT] executor_thread_pool_size``, 64 by default). Its guarantees
-come from the claim (:mod:`.claim`), made before the notice: no other
-request takes the room meanwhile, and every act on a victim is a
-compare-and-swap on its task and VM state, as in :mod:`.terminate`.
-
-If the deciding scheduler process dies during the notice, its conductor's
-call fails and the build with it; the victims hold nothing and are told.
-The reconciler leaves a victim alone until its notice and stop time are
-over (:func:`announced`: the time as OPIE keeps it in the system
-metadata, :data:`SYSTEM_KEY`, which its owner cannot write, unlike
-:data:`.contract.NOTICE_KEY`), then terminates it as one left running. A
-request deleted during the notice changes nothing: notice given is kept.
+The steps, the edges and why: ``doc/source/design/index.rst``, "Notice".
 """
 import dataclasses
 import datetime
@@ -84,12 +42,12 @@ from nova import exception
 from nova import objects
 
 from opie.core import contract
-from opie.nova import claim
 from opie.nova import conf as opie_conf
 from opie.nova import flavor_check
 from opie.nova import metrics
-from opie.nova import notify
-from opie.nova import terminate
+from opie.nova import notifications
+from opie.nova.request import claim
+from opie.nova.request import terminate
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -174,7 +132,7 @@ class Notice:
         context = nova_context.get_admin_context()
         told, at_once = [], []
         for preemption in preemptions:
-            owners = notify.owners(preemption.victims)
+            owners = notifications.owners(preemption.victims)
             for victim in preemption.victims:
                 given = victim.notice and self._tell(
                     context, preemption, victim, owners, request_info)

@@ -33,9 +33,9 @@ from oslo_log import log as logging
 from nova import context as nova_context
 from nova import objects
 
-from opie.nova import claim
-from opie.nova import hoststate
-from opie.nova import ledger
+from opie.nova.request import claim
+from opie.nova.request import host_records
+from opie.nova.request import ledger
 
 LOG = logging.getLogger(__name__)
 
@@ -48,8 +48,8 @@ def on_host(client, context, record, taken, charged=None):
     :mod:`.ledger`) is deleted in the same write."""
     charged = charged or {}
     for _ in range(claim.WRITE_ATTEMPTS):
-        generation, usages = hoststate.read_host(client, context,
-                                                 record.uuid)
+        generation, usages = host_records.read_host(client, context,
+                                                    record.uuid)
         record.apply_usage(usages)
         free = record.capacity - record.normal_used - record.preemptible_used
         back, lost = [], []

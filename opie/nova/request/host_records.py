@@ -57,9 +57,9 @@ from opie.core import host as core_host
 from opie.core import preemptible
 from opie.core import resources as res
 from opie.core import scheduling
-from opie.nova import claim
 from opie.nova import flavor_check
-from opie.nova import token
+from opie.nova.request import cas
+from opie.nova.request import claim
 
 
 def is_preemptible(flavor):
@@ -259,7 +259,7 @@ class HostRecord:
     preemptible_used: res.Resources = res.ZERO
     preemptibles: list | None = None
     # The host token's generation this record's usage is current to
-    # (:mod:`.token`); UNKNOWN until known, and after a refused write.
+    # (:mod:`.cas`); UNKNOWN until known, and after a refused write.
     generation: object = UNKNOWN
     # Has the compute node the token's inventory? None where no summary
     # tells (a rebuild, which writes nothing).
@@ -359,7 +359,7 @@ def read_usages(client, context, provider_uuid):
 
 def read_host(client, context, provider_uuid):
     """``(generation, usages)`` of a compute node now: its token's
-    generation (:data:`.token.ABSENT` if none) and Placement's ``usages``
+    generation (:data:`.cas.ABSENT` if none) and Placement's ``usages``
     dict, both from one read of the node's allocations. Placement lists
     them, with each consumer's generation, in one query, so the usage is
     exactly the one of that generation: each write moving the token
@@ -385,12 +385,12 @@ def read_host(client, context, provider_uuid):
                 if isinstance(amount, bool) or not isinstance(amount, int):
                     raise TypeError(amount)
                 usages[rc] += amount
-        generation = token.held_at(allocations, provider_uuid)
+        generation = cas.held_at(allocations, provider_uuid)
     except (AttributeError, KeyError, TypeError) as exc:
         raise claim.ClaimError('GET %s: an answer without allocations as '
                                'Placement lists them (%s: %s)'
                                % (url, type(exc).__name__, exc))
-    if generation is not token.ABSENT and not isinstance(generation, int):
+    if generation is not cas.ABSENT and not isinstance(generation, int):
         raise claim.ClaimError('GET %s: the host token\'s generation is '
                                '%r' % (url, generation))
     return generation, dict(usages)

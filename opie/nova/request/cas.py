@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The host token: every OPIE decision on a host is one compare-and-swap.
+"""Compare-and-swap on a host's token: every OPIE decision on a host is one.
 
 Each compute node has one unit of ``CUSTOM_OPIE_HOST`` inventory (the
 provider config ``opie-manage provider-config`` writes), held by the
@@ -39,7 +39,7 @@ than the provider summaries. A host missing from the copy, or one whose
 write was refused, is read again: its token's generation and its usage
 from one read of its allocations, which Placement answers with one
 query, so that the usage is exactly the one of that generation
-(:func:`.hoststate.read_host`).
+(:func:`.host_records.read_host`).
 
 A deleted token (``nova-manage placement audit --delete`` reports it as an
 orphaned allocation: it is not an instance) is created again by the next

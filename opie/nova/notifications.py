@@ -13,117 +13,20 @@
 """OPIE's notifications, versioned as Nova's: what was preempted, whose,
 for whom, and which victim OPIE failed to terminate.
 
-Each is a versioned notification in Nova's wire format, its payload a
-versioned object made with Nova's own classes
-(:class:`nova.notifications.objects.base.NotificationPayloadBase`) in
-namespace ``opie``: ``nova_object.name``, ``nova_object.namespace``,
-``nova_object.version`` and ``nova_object.data``, as in Nova's
-``instance.delete.end``. Samples: ``doc/notification_samples``.
+``opie.preempt.start`` (:class:`PreemptionNoticePayload`) when a victim's
+notice begins, ``opie.preempt.end`` (:class:`PreemptionPayload`) once a
+host's victims have been terminated, ``opie.preempt.error``
+(:class:`PreemptionErrorPayload`) for each victim OPIE could not
+terminate. Each is in Nova's wire format, its payload a versioned object
+made with Nova's own classes in namespace ``opie``, sent where Nova's
+``[notifications] notification_format`` sends Nova's own. A notification
+never holds up a termination: victims are terminated first, and each send
+gives up after :data:`RETRY` attempts to reach the bus.
 
-``opie.preempt.start`` (INFO, payload ``PreemptionNoticePayload``)
-    One per victim given notice (:mod:`.notice`), when the notice begins:
-    the request, host and mode as below, the victim (``terminated``
-    false), its ``notice`` in seconds and ``preempt_at``, when its clean
-    shutdown begins. Victims without notice have none.
-``opie.preempt.end`` (INFO, payload ``PreemptionPayload``)
-    One per host and request once its victims have been terminated
-    (:mod:`.terminate`): the request (null for the reconciler), host,
-    mode, the victim set's cost and each victim with its owner and whether
-    it was terminated.
-``opie.preempt.error`` (ERROR, payload ``PreemptionErrorPayload``)
-    One per victim OPIE could not terminate (the reconciler retries), sent
-    before its preemption's ``end``: the same request, host and mode, the
-    victim, and the ``fault`` (Nova's ``ExceptionPayload``: the exception,
-    its message and traceback).
-
-The event types follow Nova's ``<object>.<action>.<phase>``: the object
-is OPIE, as it is the scheduler in Nova's ``scheduler.select_destinations``;
-not ``instance``, whose notifications carry one instance's
-``InstanceActionPayload``, which consumers of ``instance.*`` read. The
-publisher is ``opie-scheduler:<[DEFAULT] host>``, as Nova's
-``nova-scheduler:<host>``.
-
-Where they go follows Nova's rule for its own (``[notifications]
-notification_format``): with ``versioned`` (Nova's default) or ``both`` on
-``[notifications] versioned_notifications_topics`` (default
-``versioned_notifications``), beside Nova's; with ``unversioned`` or
-``both`` on ``[opie] notification_topics`` too (default ``notifications``,
-Nova's legacy topic), in the same versioned form, for an operator whose
-consumers listen there. The driver and transport are those of
-``[oslo_messaging_notifications]``.
-
-Versioning, as Nova's: a field added to a payload raises its minor version,
-one removed or changed in type or meaning its major version (the version
-is in every notification, ``nova_object.version``). The field lists are
-pinned to the versions by
-``tests/functional/plugin/test_notification_objects.py``: a change without
-a bump fails there. Their versions:
-
-``PreemptionPayload``
-    ``reason`` ("request": room made for a scheduling request;
-    "room-taken": victims of a request that failed, whose room others took
-    meanwhile; "claimed" or "reconcile": terminated by the reconciler;
-    "lifetime": ended at its flavor's maximum lifetime, :mod:`.lifetime`),
-    ``instance_uuid`` (the server the room was for; null from the
-    reconciler), ``host``, ``nodename``, ``mode`` ("delete" or "shelve"),
-    ``request`` (``PreemptionRequestPayload``, null unless ``reason`` is
-    "request"), ``cost`` (the victim set's, as the scheduler ranked it:
-    cost plugins price a set, not each instance), ``victims`` (a list of
-    ``PreemptionVictimPayload``). 1.1 adds ``explanation``
-    (``PreemptionExplanationPayload``, null where there is none).
-``PreemptionErrorPayload``
-    ``reason``, ``instance_uuid``, ``host``, ``nodename``, ``mode``,
-    ``request`` as above, ``victim`` (``PreemptionVictimPayload``),
-    ``fault`` (Nova's ``ExceptionPayload`` 1.1). 1.1: its victim is a
-    ``PreemptionVictimPayload`` 1.1 (``cost``); as in Nova, a payload
-    carrying another whose version rises rises too (so does
-    ``PreemptionPayload``, for its victims).
-``PreemptionNoticePayload`` (1.0)
-    ``reason``, ``instance_uuid``, ``host``, ``nodename``, ``mode``,
-    ``request`` as above, ``victim`` (``PreemptionVictimPayload``),
-    ``notice`` (seconds), ``preempt_at``.
-``PreemptionRequestPayload``
-    ``request_id`` (as in the server's ``create`` instance action),
-    ``project_id``, ``user_id``, ``flavor`` (name), ``vcpus``,
-    ``memory_mb``, ``disk_gb``, ``num_instances``.
-``PreemptionVictimPayload``
-    ``uuid``, ``project_id``, ``user_id``, ``flavor`` (name), ``vcpus``,
-    ``memory_mb``, ``disk_gb``, ``launched_at`` (null if it never
-    launched), ``terminated`` (false if OPIE failed to). The owner fields
-    are read just before it is terminated, and are null when Nova could
-    not say (the victim was deleted meanwhile). 1.1 adds ``cost``, the
-    victim's own as the cost plugins priced it when it was chosen (null
-    when unknown, or beyond the explanation's
-    :data:`opie.core.explain.MAX_VICTIMS`); the set's ``cost`` is their
-    sum plus the plugins' ``offset``.
-``PreemptionExplanationPayload`` (1.0)
-    Why this host and these victims (:mod:`opie.core.explain`, where each
-    field is described; the same explanation is kept in Nova's database
-    with each victim's ``opie-preempt`` action): ``why`` (one sentence),
-    ``ranked_by`` ("nova": in Nova's order and weights, "opie": in OPIE's;
-    null from the reconciler), ``ranking``, ``offset``,
-    ``victims_omitted``, ``runners_up`` (at most 3
-    ``PreemptionRunnerUpPayload``: ``host``, ``fits``, ``tier``, ``cost``,
-    ``victims`` (how many), ``weight`` (Nova's, null if unknown),
-    ``why_lost``), ``runners_up_omitted``, ``refused`` (a list of
-    ``PreemptionRefusalPayload``: ``reason``, ``hosts``).
-
-The payloads stay out of Nova's registries, as Nova keeps its own
-notification classes out of its object registry (which deserializes RPC
-objects and puts each class on ``nova.objects``); nor are they in Nova's
-list of notification classes, which Nova's tests pin to Nova's versions.
-Serializing needs no registry. Nova's
-envelope classes (``NotificationBase``, ``EventType``,
-``NotificationPublisher``) are not used either: their event action and
-publisher source are enums of Nova's own, which have no ``preempt`` and no
-``opie-scheduler``, and they send through Nova's notifier, which waits for
-the bus as long as ``[oslo_messaging_notifications] retry`` says (forever
-by default).
-
-A notification never holds up a termination: every victim of a call is
-terminated before its notifications are sent, and each send gives up
-after :data:`RETRY` attempts to reach the message bus. A notification that
-could not be sent is logged; the metrics still count the preemption.
+The payloads, their versions and where they go:
+``doc/source/operator/notifications.rst``; why Nova's registries and
+envelope classes are not used: ``doc/source/design/index.rst``, "Modules
+in detail".
 """
 from oslo_log import log as logging
 import oslo_messaging as messaging

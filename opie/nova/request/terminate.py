@@ -15,55 +15,18 @@
 Runs for victims already claimed in Placement (:mod:`.claim`): their room
 is free for every scheduler worker from the claim on, so the scheduler
 answers the request first and terminates in the background
-(:meth:`Terminator.terminate_later`, on Nova's default executor: green
-threads under eventlet, ``[DEFAULT] default_thread_pool_size`` native
-threads otherwise; a stopping scheduler waits for them). The reconciler
-terminates in its own periodic task. For every victim:
+(:meth:`Terminator.terminate_later`); the reconciler terminates in its own
+periodic task. Each victim is read again right before acting and spared
+unless it is still a victim (:func:`spared`); its termination begins with
+a compare-and-swap on its task and VM state, so no victim is acted on
+twice. It gets an ``opie-preempt`` instance action with the explanation,
+then is deleted or shelved (``[opie] termination_mode``), and the
+notifications and metrics count it (:mod:`opie.nova.notifications`,
+:mod:`opie.nova.metrics`). A victim that cannot be terminated is logged
+and left to the reconciler.
 
-0. its row and its allocations are read again, right before acting, and
-   it is **spared** unless it is still preemptible and its room is still
-   needed (:func:`spared`): its owner may have reverted the resize that
-   made it preemptible, or moved it, since it was taken. Then its
-   termination begins with a compare-and-swap in Nova's database on the
-   task and VM state just read (Nova's shelve from no task; for a delete,
-   the task set to ``deleting``): an owner's action or another OPIE
-   process that got to it in between makes this one give up, so the read
-   and the act cannot be split by a change, and no victim is acted on
-   twice, whatever the speeds of the processes involved;
-1. an instance action ``opie-preempt`` is recorded in the victim's cell
-   with an admin context: its owner lists it, even after the server is
-   deleted, from API microversion 2.21 (it names no other tenant). On it,
-   one event ``opie_preempt`` keeps the preemption's explanation
-   (:mod:`opie.core.explain`: the request, the host chosen, each victim
-   with its cost and owner, the next best hosts and why they lost) in its
-   ``details``, which Nova's API shows to admins only (policy
-   ``os_compute_api:os-instance-actions:events:details``, microversion
-   2.84): the owner sees that the event happened, not the other tenants
-   it names. ``opie-manage history`` reads them back. Written once per
-   victim, the decision as first made;
-2. the victim is deleted (``[opie] termination_mode = delete``) or shelved
-   without a clean shutdown (``shelve``; tagged ``[opie] preempted_tag`` so
-   its owner can find and unshelve it; a victim Nova cannot shelve, being
-   rescued, resized or acted on by its owner, is deleted). The admin
-   context acts on victims their owner locked. Shelving snapshots to
-   Glance from the victim's compute, with the token of the context that
-   asked for the shelve: only a context's ``auth_token`` travels over RPC,
-   so the scheduler logs in as a service user (Nova's ``[service_user]``,
-   else the ``[opie]`` auth options) and puts that user's token and catalog
-   in the context, as an admin shelving another project's server does
-   (Nova shares the snapshot with the victim's project, which can then
-   unshelve it). Computes need ``[DEFAULT] shelved_offload_time = 0`` to
-   free the room at once.
-
-Then one versioned notification ``opie.preempt.error`` per victim that
-could not be terminated and one ``opie.preempt.end`` per host are sent
-(:mod:`.notify`: naming each victim's project, and why one failed), and
-the metrics count them (:mod:`.metrics`).
-
-A victim that cannot be terminated is logged and skipped: its room is
-already counted as free, and the reconciler terminates it later, as it does
-victims whose scheduler died before terminating them. A victim spared is
-logged and left out of the notification: it was no victim after all.
+The steps, the service user of a shelve, and why:
+``doc/source/design/index.rst``, "Modules in detail".
 """
 import dataclasses
 
@@ -83,12 +46,12 @@ from nova import thread_pool_factory
 
 from opie.core import explain
 from opie.core import preemptible
-from opie.nova import claim
 from opie.nova import conf as opie_conf
-from opie.nova import history
-from opie.nova import hoststate
 from opie.nova import metrics
-from opie.nova import notify
+from opie.nova import notifications
+from opie.nova.request import claim
+from opie.nova.request import history
+from opie.nova.request import host_records
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -121,7 +84,7 @@ class Terminator:
         # (group, keystone auth plugin) of the service user, or None.
         self.service_auth = service_auth
         self.compute_api = compute_api.API()
-        self.notifier = notify.Notifier()
+        self.notifier = notifications.Notifier()
 
     def terminate_later(self, preemptions, request_info):
         """:meth:`terminate` in the background; returns its future."""
@@ -138,7 +101,7 @@ class Terminator:
         each with the victims terminated, none where none was."""
         told = []
         for preemption in preemptions:
-            owners = notify.owners(preemption.victims)
+            owners = notifications.owners(preemption.victims)
             details = explained(preemption, owners, request_info)
             outcomes = {victim: self._terminate(
                 victim.uuid, preemption, request_info.get('reason') == LEFT,
@@ -375,9 +338,9 @@ def record_event(cell_mapping, uuid, host, event, details):
 def explained(preemption, owners, request_info):
     """The explanation of ``preemption`` kept with each of its victims:
     the scheduler's (:mod:`opie.core.explain`) with the request
-    (``request_info``, from :func:`.notify.request_info`, or ``{'reason':
-    ...}`` for none) and the victims' ``owners`` (:func:`.notify.owners`),
-    as JSON; None without one."""
+    (``request_info``, from :func:`.notifications.request_info`, or
+    ``{'reason': ...}`` for none) and the victims' ``owners``
+    (:func:`.notifications.owners`), as JSON; None without one."""
     if preemption.explanation is None:
         return None
     request = None if 'reason' in request_info else request_info
@@ -408,7 +371,7 @@ def judged(context, instance, preemption, left=False):
     Placement holds for it and its host now."""
     placement = report.report_client_singleton()
     return spared(instance, claim.held(placement, context, instance.uuid),
-                  preemption, lambda: hoststate.over_capacity(
+                  preemption, lambda: host_records.over_capacity(
                       placement, context, preemption.provider_uuid), left)
 
 
@@ -433,7 +396,7 @@ def spared(instance, held, preemption, over_capacity, left=False):
     protects a preemptible from being chosen; one set after its room was
     given does not take the room back.
     """
-    if not hoststate.is_preemptible(instance.flavor):
+    if not host_records.is_preemptible(instance.flavor):
         return 'it is no longer preemptible (a resize reverted or confirmed)'
     if instance.vm_state in preemptible.LEAVING_VM_STATES or (
             instance.task_state in preemptible.LEAVING_TASK_STATES
