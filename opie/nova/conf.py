@@ -429,7 +429,8 @@ flavor that is older already.
 ]
 
 
-# Preemption budgets (:mod:`.ledger`): how much of each project's running
+# Preemption budgets (:mod:`~opie.nova.request.ledger`): how much of each
+# project's running
 # time preemptions may take in a rolling window.
 budget_opts = [
     cfg.Opt(

@@ -336,7 +336,8 @@ class OpieSchedulerManager(manager.SchedulerManager):
 
 class ClaimingClient:
     """Nova's report client, as ``_schedule`` claims each instance through
-    it: each claim is one compare-and-swap on the host (:mod:`.claim`)."""
+    it: each claim is one compare-and-swap on the host
+    (:mod:`~opie.nova.request.claim`)."""
 
     def __init__(self, client, tokens):
         self._client = client
@@ -381,7 +382,8 @@ class ClaimingClient:
         it. Some that fit, or a probe cut too (it asks for one more than
         the limit to tell): maybe. Its classes are asked in the order
         the cut answer's ``summaries`` make likeliest to end Placement's
-        search at the first (:class:`.host_records.Probe`)."""
+        search at the first
+        (:class:`~opie.nova.request.host_records.Probe`)."""
         probe = host_records.fit_probe(resources, summaries)
         if probe is None:
             return True

@@ -25,7 +25,8 @@ is left at Nova's default, its Python install: see
      "interval": 30, "version": "1.0.0",
      "settings": {"costs": "period=1", "ranking": "victims", ...}}
 
-and ``"safe_mode": "<why>"`` when it runs in safe mode (:mod:`.safe_mode`).
+and ``"safe_mode": "<why>"`` when it runs in safe mode
+(:mod:`~opie.nova.safe_mode`).
 ``interval`` is the time within which the next beat is due: the beat
 written at start gives the larger of ``heartbeat_interval`` and Nova's
 ``[DEFAULT] periodic_fuzzy_delay``, since Nova runs the first periodic
@@ -54,7 +55,7 @@ MAX_BYTES = 64 * 1024
 
 def beat(path, host, interval, settings, safe_mode=None):
     """Write the heartbeat file for this process, now; ``safe_mode``: why
-    it runs in safe mode (:mod:`.safe_mode`), if it does."""
+    it runs in safe mode (:mod:`~opie.nova.safe_mode`), if it does."""
     data = {
         'host': host,
         'pid': os.getpid(),

@@ -22,7 +22,8 @@ reads, in each cell but cell0 (whose servers never ran):
    changed since the week began (Nova saves a server as it deletes it),
    only the columns a life needs: a tenant's many servers cost a few
    small rows each, never their user data;
-2. the ``opie-preempt`` instance actions (:mod:`.terminate` records one on
+2. the ``opie-preempt`` instance actions (:mod:`~opie.nova.request.terminate`
+   records one on
    each victim) of those servers started in the week, :data:`CHUNK`
    servers per statement.
 

@@ -18,7 +18,8 @@ does the pass. The lease is a Placement consumer holding one unit of
 ``CUSTOM_OPIE_LEASE`` on a resource provider of its own,
 ``opie-coordination`` (created by the first scheduler that needs it), with
 the holder's name as the consumer's user. Like the host token
-(:mod:`.cas`), every change of it is a write at the generation read, so
+(:mod:`~opie.nova.request.cas`), every change of it is a write at the
+generation read, so
 of two processes taking or renewing it at once exactly one succeeds.
 
 * The holder renews it (rewrites it unchanged) before each pass and does
@@ -33,7 +34,8 @@ repair: :meth:`.reconciler.Reconciler.run`), so a pass that outlasts
 ``ttl`` stops before acting once another process has taken the lease.
 Should a holder stall between a renewal and its act, the act itself is
 still safe: each repair is a compare-and-swap on its host, and each
-termination one on its victim's row (:mod:`.terminate`), so one overcommit
+termination one on its victim's row (:mod:`~opie.nova.request.terminate`), so
+one overcommit
 is never repaired twice nor one victim terminated twice.
 
 ``nova-manage placement audit`` reports the lease as an orphaned

@@ -12,7 +12,8 @@
 
 """Clean up the shelve snapshots that preemption in shelve mode leaves.
 
-The scheduler shelves a victim as its service user (:mod:`.terminate`),
+The scheduler shelves a victim as its service user
+(:mod:`~opie.nova.request.terminate`),
 so Nova uploads the snapshot into the service user's project and shares
 it with the victim's project (as a member), which can then unshelve.
 Nova deletes a shelve snapshot with the context of whoever unshelves or

@@ -23,9 +23,11 @@ took since cannot come back without overcommitting the host, and is
 terminated by the caller.
 
 Callers: the scheduler, when a request fails
-(:meth:`.manager.OpieSchedulerManager._give_back`), and the reconciler,
+(:meth:`~opie.nova.manager.OpieSchedulerManager._give_back`), and the
+reconciler,
 for victims it finds holding nothing past ``[opie] claimed_grace_period``
-(:mod:`.reconciler`), so a give-back Placement refused at the time is made
+(:mod:`~opie.nova.periodic.reconciler`), so a give-back Placement refused at
+the time is made
 later rather than turned into a preemption.
 """
 from oslo_log import log as logging

@@ -36,7 +36,8 @@ allocations until it is terminated, which happens in the background: it is
 still listed, but its room is free and it is no candidate. Which instances
 may be victims at all: :func:`opie.core.preemptible.may_be_victim`. Each
 carries its project and its flavor's terms (tier, minimum uptime:
-:func:`.flavor_check.terms`), read from the copy of the flavor Nova keeps
+:func:`~opie.nova.flavor_check.terms`), read from the copy of the flavor Nova
+keeps
 in the instance: a flavor's terms changed later bind the servers booted
 after, not those already running. Where the
 instances listed on a host exceed what Placement counts there, the host's

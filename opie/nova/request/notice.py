@@ -19,7 +19,7 @@ seconds, default ``[opie] preemption_notice``: :mod:`opie.core.flavor_spec`;
 Once a request has claimed every instance (its room is held in Placement
 from then on) and some victim was promised notice, the scheduler, before
 it answers the conductor, terminates at once the victims promised none,
-gives notice to the others (:data:`.contract.NOTICE_KEY`, the event
+gives notice to the others (:data:`~opie.core.contract.NOTICE_KEY`, the event
 :data:`EVENT`, ``opie.preempt.start``), stops each cleanly at its time,
 and holds the answer until each is off its host. The wait is here because
 the conductor already waits for the scheduler's answer, so no Nova process
@@ -69,7 +69,8 @@ STOPPABLE_VM_STATES = frozenset([vm_states.ACTIVE, vm_states.ERROR])
 
 
 def parse(value):
-    """The time a :data:`.contract.NOTICE_KEY` value names (naive UTC), or
+    """The time a :data:`~opie.core.contract.NOTICE_KEY` value names (naive
+    UTC), or
     None if it names none (an owner may write any value of their own)."""
     try:
         return timeutils.normalize_time(timeutils.parse_isotime(value))

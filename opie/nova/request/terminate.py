@@ -97,7 +97,8 @@ class Terminator:
         what they made room for. ``judge(instance)``, if given, says why a
         victim read again is spared (None: it is not) instead of
         :func:`spared`, for terminations that free no room for anyone
-        (:mod:`.lifetime`). Returns the preemptions as they happened:
+        (:mod:`~opie.nova.periodic.lifetime`). Returns the preemptions as they
+        happened:
         each with the victims terminated, none where none was."""
         told = []
         for preemption in preemptions:
@@ -338,9 +339,9 @@ def record_event(cell_mapping, uuid, host, event, details):
 def explained(preemption, owners, request_info):
     """The explanation of ``preemption`` kept with each of its victims:
     the scheduler's (:mod:`opie.core.explain`) with the request
-    (``request_info``, from :func:`.notifications.request_info`, or
+    (``request_info``, from :func:`~opie.nova.notifications.request_info`, or
     ``{'reason': ...}`` for none) and the victims' ``owners``
-    (:func:`.notifications.owners`), as JSON; None without one."""
+    (:func:`~opie.nova.notifications.owners`), as JSON; None without one."""
     if preemption.explanation is None:
         return None
     request = None if 'reason' in request_info else request_info
